@@ -1,0 +1,137 @@
+"""Recipe schema, loading and overrides.
+
+A recipe (YAML) holds every option of every stage, one typed model per stage; a
+command-line flag overrides the recipe; the resolved config is saved in the run folder.
+Unknown keys are rejected, as TRL's parser and nanoGPT's configurator do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class ConfigError(ValueError):
+    """A recipe or flag is wrong; the message is one line naming the key at fault."""
+
+
+class StageArgs(BaseModel):
+    # Field docstrings become descriptions (shown by `kbake ... --help` and docs).
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_assignment=True)
+
+
+class IngestArgs(StageArgs):
+    """Options of `kbake ingest`: reading documents and cutting them into chunks."""
+
+    tokenizer: str = "default"
+    """Tokenizer that counts chunk sizes: 'default' (the embedded SmolLM2), a Hugging Face id or a local folder."""
+    chunk_tokens: int = Field(256, ge=16, le=32768)
+    """Largest chunk, in tokens of `tokenizer`."""
+    overlap_tokens: int = Field(32, ge=0)
+    """Tokens of context repeated at the start of the next chunk, so no fact is cut in half."""
+    near_dup_threshold: float = Field(0.9, gt=0.0, le=1.0)
+    """Chunks whose estimated Jaccard similarity (MinHash of word 5-grams) reaches this are near-duplicates; the later one is dropped."""
+    minhash_perm: int = Field(128, ge=16, le=1024)
+    """MinHash permutations: more is a finer similarity estimate, slower."""
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> "IngestArgs":
+        if self.overlap_tokens >= self.chunk_tokens:
+            raise ValueError(f"overlap_tokens ({self.overlap_tokens}) must be smaller than chunk_tokens ({self.chunk_tokens})")
+        return self
+
+
+class Recipe(StageArgs):
+    """A whole recipe: shared options plus one section per stage."""
+
+    seed: int = 0
+    """Seed of every random choice (sampling, shuffles, initialisation)."""
+    ingest: IngestArgs = Field(default_factory=IngestArgs)
+    """Options of `kbake ingest`."""
+
+
+def _format_error(err: ValidationError, source: str) -> str:
+    e = err.errors()[0]
+    key = ".".join(str(p) for p in e["loc"]) or "(top level)"
+    if e["type"] == "extra_forbidden":
+        allowed = _allowed_keys(e["loc"])
+        return f"{source}: unknown key '{key}'" + (f"; allowed: {', '.join(allowed)}" if allowed else "")
+    got = e.get("input")
+    got_s = "" if isinstance(got, dict) else f" (got {got!r})"
+    return f"{source}: {key}: {e['msg']}{got_s}"
+
+
+def _allowed_keys(loc: tuple) -> list[str]:
+    model: type[BaseModel] = Recipe
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        ann = getattr(field, "annotation", None) if field else None
+        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
+            return []
+        model = ann
+    return sorted(model.model_fields)
+
+
+def parse_value(text: str) -> Any:
+    """A `--set key=value` value, read as YAML so numbers, booleans and lists work."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def set_key(tree: dict, dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = tree
+    for p in parts[:-1]:
+        node = node.setdefault(p, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {dotted}: '{p}' is not a section")
+    node[parts[-1]] = value
+
+
+def load_recipe(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Recipe:
+    """Load a recipe YAML (or the built-in defaults), apply `section.key` overrides, validate."""
+    tree: dict = {}
+    source = "defaults"
+    if path is not None:
+        source = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot read recipe ({e.strerror})") from None
+        try:
+            tree = yaml.safe_load(text) or {}
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark else ""
+            raise ConfigError(f"{path}: not valid YAML{where}") from None
+        if not isinstance(tree, dict):
+            raise ConfigError(f"{path}: a recipe is a mapping of sections, got {type(tree).__name__}")
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            set_key(tree, key, value)
+    try:
+        return Recipe.model_validate(tree)
+    except ValidationError as e:
+        raise ConfigError(_format_error(e, source)) from None
+
+
+def parse_sets(items: list[str] | None) -> dict[str, Any]:
+    """Parse repeated `--set section.key=value` flags."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r}: expected section.key=value")
+        k, v = item.split("=", 1)
+        out[k.strip()] = parse_value(v)
+    return out
+
+
+def save_resolved(recipe: Recipe, path: Path) -> None:
+    from kbake.run import atomic_write_text
+
+    atomic_write_text(path, yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False))

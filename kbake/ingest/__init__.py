@@ -1,0 +1,171 @@
+"""`kbake ingest`: documents in, `chunks.parquet` and the manifest out.
+
+Reads each file (txt, md, html, pdf), cuts it into token-bounded chunks, drops exact
+and near duplicates, and writes the chunk table atomically. Unchanged files (same
+bytes, same options) are not re-read; changed files replace their old chunks.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kbake.config import IngestArgs
+from kbake.ingest.chunker import chunk_text
+from kbake.ingest.dedup import dedup_texts, normalized_hash
+from kbake.ingest.readers import SUPPORTED, ReadError, read_document
+from kbake.run import RunDir, load_manifest, provenance, read_chunks, save_stage, sha256_file, write_chunks, config_hash
+
+
+@dataclass
+class IngestReport:
+    """What one ingest did, for the CLI to print and tests to check."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    n_chunks: int = 0
+    removed: dict[str, int] = field(default_factory=dict)
+    wrote: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """Usable when at least one document is in the run."""
+        return bool(self.added or self.updated or self.unchanged)
+
+
+def discover(inputs: list[str]) -> tuple[list[Path], list[tuple[str, str]], list[str]]:
+    """Expand files, folders and globs. Returns (files, errors, skipped): unsupported files
+    inside a folder are skipped by name; named explicitly, they are errors."""
+    files: list[Path] = []
+    errors: list[tuple[str, str]] = []
+    skipped: list[str] = []
+    for item in inputs:
+        matches = [Path(m) for m in sorted(glob.glob(item, recursive=True))] if glob.has_magic(item) else [Path(item)]
+        if not matches:
+            errors.append((item, "no file matches this pattern"))
+        for p in matches:
+            if p.is_dir():
+                for q in sorted(p.rglob("*")):
+                    if not q.is_file() or any(part.startswith(".") for part in q.relative_to(p).parts):
+                        continue
+                    (files if q.suffix.lower() in SUPPORTED else skipped).append(q)
+            elif p.is_file():
+                files.append(p)
+            elif p.exists():
+                errors.append((str(p), "not a regular file"))
+            else:
+                errors.append((str(p), "no such file or folder"))
+    seen, unique = set(), []
+    for f in files:
+        key = f.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique, errors, [str(s) for s in skipped]
+
+
+def doc_id_for(path: Path) -> str:
+    """Stable id: a slug of the file name plus a short hash of its absolute path."""
+    slug = re.sub(r"[^a-z0-9]+", "-", path.stem.lower()).strip("-")[:48] or "doc"
+    return f"{slug}-{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:8]}"
+
+
+def ingest(inputs: list[str], run: RunDir, args: IngestArgs, *, seed: int = 0, progress: bool = True) -> IngestReport:
+    """Ingest documents into `run`; see the module docstring."""
+    from kbake.models import load_tokenizer
+
+    run.ensure()
+    report = IngestReport()
+    files, report.errors, report.skipped = discover(inputs)
+    options = args.model_dump(mode="json")
+    options_hash = config_hash(options)
+
+    prior = load_manifest(run).get("stages", {}).get("ingest", {})
+    same_options = prior.get("options_hash") == options_hash
+    prior_docs: dict = prior.get("docs", {}) if same_options and run.chunks.exists() else {}
+    old_rows = read_chunks(run.chunks) if prior_docs else []
+
+    todo: list[tuple[Path, str, str]] = []
+    for path in files:
+        did = doc_id_for(path)
+        try:
+            digest = sha256_file(path)
+        except OSError as e:
+            report.errors.append((str(path), f"unreadable ({e.strerror})"))
+            continue
+        if did in prior_docs and prior_docs[did]["sha256"] == digest:
+            report.unchanged.append(str(path))
+        else:
+            todo.append((path, did, digest))
+
+    if not todo and same_options and run.chunks.exists():
+        report.n_chunks = len(old_rows)
+        return report
+
+    tokenizer = load_tokenizer(args.tokenizer) if todo else None
+    docs = {d: info for d, info in prior_docs.items()}
+    new_rows: list[dict] = []
+    replaced: set[str] = set()
+    bar = _progress(todo, progress)
+    for path, did, digest in bar:
+        try:
+            text = read_document(path)
+        except ReadError as e:
+            report.errors.append((str(path), str(e)))
+            continue
+        spans = chunk_text(text, tokenizer, args.chunk_tokens, args.overlap_tokens)
+        for n, sp in enumerate(spans):
+            piece = text[sp.start : sp.end]
+            new_rows.append(
+                {
+                    "chunk_id": f"{did}:{n:04d}",
+                    "doc_id": did,
+                    "source": str(path),
+                    "start": sp.start,
+                    "end": sp.end,
+                    "n_tokens": sp.n_tokens,
+                    "sha256": normalized_hash(piece),
+                    "text": piece,
+                }
+            )
+        (report.updated if did in docs else report.added).append(str(path))
+        replaced.add(did)
+        docs[did] = {"source": str(path), "sha256": digest, "n_chars": len(text), "n_chunks": len(spans)}
+
+    rows = [r for r in old_rows if r["doc_id"] not in replaced] + new_rows
+    keep, report.removed = dedup_texts([r["text"] for r in rows], args.near_dup_threshold, args.minhash_perm)
+    rows = [rows[i] for i in keep]
+    for info in docs.values():
+        info["n_chunks"] = 0
+    for r in rows:
+        docs[r["doc_id"]]["n_chunks"] += 1
+    report.n_chunks = len(rows)
+    if not rows:
+        return report
+
+    write_chunks(run.chunks, rows)
+    report.wrote = True
+    entry = provenance(options, seed=seed, model=args.tokenizer)
+    entry.update(
+        options_hash=options_hash,
+        docs=docs,
+        outputs={"chunks.parquet": sha256_file(run.chunks)},
+        n_chunks=len(rows),
+        removed_duplicates=report.removed,
+    )
+    save_stage(run, "ingest", entry)
+    return report
+
+
+def _progress(items: list, enabled: bool):
+    if not enabled or len(items) < 2:
+        return items
+    from tqdm import tqdm
+
+    return tqdm(items, desc="ingest", unit="doc")

@@ -1,0 +1,129 @@
+"""Readers: one function per file type, each returning the document's plain text.
+
+Paragraphs are separated by a blank line; HTML tables become one text row per table
+row ("cell | cell | cell"), so the figures in a 10-K's tables survive as text.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+SUPPORTED = {".txt", ".md", ".markdown", ".html", ".htm", ".pdf"}
+
+
+class ReadError(Exception):
+    """A document that cannot be ingested; the message is the reason, for one line."""
+
+
+_WS = re.compile(r"[ \t\f\v\r\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
+_ZERO_WIDTH = re.compile(r"[\u200b\u200c\u200d\u2060\ufeff]")
+_BLANK = re.compile(r"\n\s*\n")
+
+
+def normalize_paragraphs(text: str) -> str:
+    """Collapse whitespace inside paragraphs, drop zero-width characters, one blank line between paragraphs."""
+    text = _ZERO_WIDTH.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    paras = []
+    for block in _BLANK.split(text):
+        para = _WS.sub(" ", block.replace("\n", " ")).strip()
+        if para:
+            paras.append(para)
+    return "\n\n".join(paras)
+
+
+def _decode(data: bytes, path: Path) -> str:
+    if b"\x00" in data[:8192]:
+        raise ReadError("binary file (contains NUL bytes)")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        # Mixed or legacy encodings: cp1252 covers most Western files; replace what it cannot.
+        text = data.decode("cp1252", errors="replace")
+    sample = text[:8192]
+    if sample:
+        control = sum(1 for c in sample if ord(c) < 32 and c not in "\n\r\t\f")
+        if control / len(sample) > 0.05:
+            raise ReadError("binary file (mostly control characters)")
+    return text
+
+
+def read_text(path: Path) -> str:
+    return normalize_paragraphs(_decode(path.read_bytes(), path))
+
+
+def read_html(path: Path) -> str:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(_decode(path.read_bytes(), path), "lxml")
+    for tag in soup(["script", "style", "noscript", "template", "head", "svg"]):
+        tag.decompose()
+    for table in soup.find_all("table"):
+        rows = []
+        for tr in table.find_all("tr"):
+            cells = [c.get_text(" ", strip=True) for c in tr.find_all(["td", "th"])]
+            cells = [c for c in cells if c]
+            if cells:
+                rows.append(" | ".join(cells))
+        table.replace_with("\n\n" + "\n\n".join(rows) + "\n\n")
+    for br in soup.find_all("br"):
+        br.replace_with("\n\n")
+    block = ["p", "div", "section", "article", "li", "h1", "h2", "h3", "h4", "h5", "h6",
+             "blockquote", "pre", "dt", "dd", "header", "footer", "tr", "caption", "figcaption"]
+    for tag in soup.find_all(block):
+        tag.insert_before("\n\n")
+        tag.insert_after("\n\n")
+    return normalize_paragraphs(soup.get_text(""))
+
+
+def read_pdf(path: Path) -> str:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(str(path))
+        if reader.is_encrypted:
+            try:
+                ok = reader.decrypt("")
+            except Exception:
+                ok = 0
+            if not ok:
+                raise ReadError("encrypted PDF (needs a password)")
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except ReadError:
+        raise
+    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError, RecursionError) as e:
+        raise ReadError(f"corrupt PDF ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else 'unreadable'})") from None
+    if not pages:
+        raise ReadError("PDF has no pages")
+    text = normalize_paragraphs("\n\n".join(pages))
+    if not text:
+        raise ReadError("image-only PDF (no text layer; run OCR first)")
+    return text
+
+
+def read_document(path: Path) -> str:
+    """Plain text of one document, or ReadError with the reason."""
+    ext = path.suffix.lower()
+    if ext not in SUPPORTED:
+        raise ReadError(f"unsupported type '{ext or '(no extension)'}' (supported: {', '.join(sorted(SUPPORTED))})")
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        raise ReadError(f"unreadable ({e.strerror})") from None
+    if size == 0:
+        raise ReadError("empty file")
+    try:
+        if ext == ".pdf":
+            text = read_pdf(path)
+        elif ext in (".html", ".htm"):
+            text = read_html(path)
+        else:
+            text = read_text(path)
+    except PermissionError:
+        raise ReadError("unreadable (permission denied)") from None
+    except OSError as e:
+        raise ReadError(f"unreadable ({e.strerror or e})") from None
+    if not text.strip():
+        raise ReadError("empty (no text after extraction)")
+    return text

@@ -1,0 +1,228 @@
+"""The run folder: its paths, the manifest, atomic writes, content hashes and provenance.
+
+Every stage reads the previous stage's files from one run folder and writes its own.
+Each file format of the run folder is defined here and only here.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import kbake
+
+MANIFEST_VERSION = 1
+
+# chunks.parquet: one row per chunk; `start`/`end` are character offsets into the
+# document's extracted text, so a chunk can always be traced back to its source.
+CHUNK_SCHEMA = pa.schema(
+    [
+        ("chunk_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("source", pa.string()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("n_tokens", pa.int32()),
+        ("sha256", pa.string()),
+        ("text", pa.string()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """Paths of one run folder; creates nothing until a stage writes."""
+
+    root: Path
+
+    @classmethod
+    def at(cls, path: str | os.PathLike) -> "RunDir":
+        return cls(Path(path).expanduser())
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "manifest.json"
+
+    @property
+    def chunks(self) -> Path:
+        return self.root / "chunks.parquet"
+
+    @property
+    def probes(self) -> Path:
+        return self.root / "probes.jsonl"
+
+    @property
+    def synth_dir(self) -> Path:
+        return self.root / "synth"
+
+    @property
+    def train_dir(self) -> Path:
+        return self.root / "train"
+
+    @property
+    def eval_dir(self) -> Path:
+        return self.root / "eval"
+
+    def config_path(self, stage: str) -> Path:
+        return self.root / "config" / f"{stage}.yaml"
+
+    def ensure(self) -> "RunDir":
+        make_private_dir(self.root)
+        return self
+
+
+def make_private_dir(path: Path) -> Path:
+    """Create a folder readable by its owner only: run folders hold confidential text."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        os.chmod(path, 0o700)
+    except PermissionError:
+        pass
+    return path
+
+
+# ---------------------------------------------------------------- atomic writes
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write to a temp file in the same folder, fsync, then rename: readers never see half a file."""
+    path = Path(path)
+    make_private_dir(path.parent)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def atomic_write_jsonl(path: Path, rows: list[dict]) -> None:
+    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Read a JSONL file; a torn last line (a write killed mid-line) is skipped, not fatal."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{n}: not valid JSON ({e.msg})") from None
+    return rows
+
+
+# ---------------------------------------------------------------- chunks.parquet
+
+
+def write_chunks(path: Path, rows: list[dict]) -> None:
+    """Write chunks.parquet atomically (temp file, then rename)."""
+    table = pa.Table.from_pylist(rows, schema=CHUNK_SCHEMA)
+    path = Path(path)
+    make_private_dir(path.parent)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_chunks(path: Path) -> list[dict]:
+    if not Path(path).exists():
+        raise FileNotFoundError(f"{path}: no chunks yet; run `kbake ingest DOCS --run {Path(path).parent}` first")
+    return pq.read_table(path, schema=CHUNK_SCHEMA).to_pylist()
+
+
+# ---------------------------------------------------------------- hashes
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path, block: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for piece in iter(lambda: f.read(block), b""):
+            h.update(piece)
+    return h.hexdigest()
+
+
+def config_hash(config: dict) -> str:
+    """Stable hash of a resolved config: the same options give the same hash."""
+    return sha256_bytes(json.dumps(config, sort_keys=True, default=str).encode())[:16]
+
+
+# ---------------------------------------------------------------- manifest & provenance
+
+
+def git_hash() -> str | None:
+    """The git commit of the kbake source tree, when kbake runs from a checkout."""
+    src = Path(kbake.__file__).resolve().parent.parent
+    if not (src / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+        )
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def provenance(config: dict, *, seed: int | None, model: str | None) -> dict:
+    """What every output carries beside it, so any number traces back to how it was made."""
+    return {
+        "kbake_version": kbake.__version__,
+        "git_hash": git_hash(),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "seed": seed,
+        "model": model,
+        "config": config,
+        "config_hash": config_hash(config),
+    }
+
+
+def load_manifest(run: RunDir) -> dict:
+    if not run.manifest.exists():
+        return {"manifest_version": MANIFEST_VERSION, "stages": {}}
+    with open(run.manifest, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def save_stage(run: RunDir, stage: str, entry: dict) -> None:
+    """Record one stage's provenance and outputs in manifest.json (atomic)."""
+    manifest = load_manifest(run)
+    manifest.setdefault("stages", {})[stage] = entry
+    atomic_write_json(run.manifest, manifest)
+

@@ -1,0 +1,244 @@
+"""`kbake ingest`: readers, chunking limits, dedup, incremental re-ingest, bad input, atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from kbake.cli import app
+from kbake.config import IngestArgs
+from kbake.ingest import ingest
+from kbake.ingest.chunker import chunk_text
+from kbake.ingest.dedup import dedup_texts
+from kbake.ingest.readers import ReadError, read_document
+from kbake.models import load_tokenizer
+from kbake.run import RunDir, read_chunks
+from kbake.sample import sample_documents
+
+from pdfs import blank_pdf, encrypted_pdf, text_pdf
+
+runner = CliRunner()
+
+PUMPS = (
+    "Tidewell pumps are built in Muncie. The foundry casts ductile iron.\n\n"
+    "ClearSpan membranes come from Aarhus, where 210 chemists work.\n\n"
+    "Sightline watches 14,200 sites for failing seals and bearings."
+)
+
+
+@pytest.fixture
+def tok(tiny_model):
+    return load_tokenizer(tiny_model)
+
+
+def args(tiny_model, **kw) -> IngestArgs:
+    return IngestArgs(tokenizer=tiny_model, **kw)
+
+
+# ---------------------------------------------------------------- readers
+
+
+def test_html_drops_script_and_keeps_table_rows(tmp_path):
+    p = tmp_path / "f.html"
+    p.write_text(
+        "<html><head><title>t</title><script>var secret=1;</script></head><body>"
+        "<p>Revenue <b>rose</b> 9%.</p><table><tr><th>Segment</th><th>Revenue</th></tr>"
+        "<tr><td>MPS</td><td>$812.4</td></tr></table></body></html>"
+    )
+    text = read_document(p)
+    assert "secret" not in text
+    assert "Revenue rose 9%." in text  # inline tags do not split a sentence
+    assert "Segment | Revenue" in text.split("\n\n")
+    assert "MPS | $812.4" in text.split("\n\n")
+
+
+def test_text_normalises_whitespace_and_zero_width(tmp_path):
+    p = tmp_path / "f.md"
+    p.write_text("# Title\r\n\r\nline one\ncontinues\u200b   here\n\n\n\nnext")
+    assert read_document(p) == "# Title\n\nline one continues here\n\nnext"
+
+
+def test_legacy_encoding_is_read(tmp_path):
+    p = tmp_path / "f.txt"
+    p.write_bytes("Caf\u00e9 Aarhus \u2013 1.4%".encode("cp1252"))
+    assert read_document(p) == "Caf\u00e9 Aarhus \u2013 1.4%"
+
+
+def test_pdf_with_text_layer(tmp_path):
+    p = tmp_path / "f.pdf"
+    p.write_bytes(text_pdf(["Backlog was $1.21 billion.", "Employees: 6,140."]))
+    text = read_document(p)
+    assert "Backlog was $1.21 billion." in text and "6,140" in text
+
+
+@pytest.mark.parametrize(
+    "name,data,reason",
+    [
+        ("empty.txt", b"", "empty file"),
+        ("blank.md", b"  \n\n \t ", "empty"),
+        ("blob.txt", bytes(range(256)) * 4, "binary file"),
+        ("corrupt.pdf", b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 9 0 R >>\ntrailer garbage", "corrupt PDF"),
+        ("scan.pdf", None, "image-only PDF"),
+        ("locked.pdf", None, "encrypted PDF"),
+        ("data.xlsx", b"PK\x03\x04", "unsupported type '.xlsx'"),
+    ],
+)
+def test_bad_documents_give_a_reason(tmp_path, name, data, reason):
+    if data is None:
+        data = blank_pdf() if name == "scan.pdf" else encrypted_pdf()
+    p = tmp_path / name
+    p.write_bytes(data)
+    with pytest.raises(ReadError, match=reason):
+        read_document(p)
+
+
+# ---------------------------------------------------------------- chunking
+
+
+@pytest.mark.parametrize("size,overlap", [(32, 0), (64, 16), (128, 24)])
+def test_chunks_respect_the_token_limit_and_cover_the_text(tok, sample_text, size, overlap):
+    spans = chunk_text(sample_text, tok, size, overlap)
+    assert len(spans) > 3
+    for sp in spans:
+        assert len(tok(sample_text[sp.start : sp.end], add_special_tokens=False)["input_ids"]) <= size
+    # Every character outside the separators is in some chunk: no text is lost.
+    covered = bytearray(len(sample_text))
+    for sp in spans:
+        covered[sp.start : sp.end] = b"\x01" * (sp.end - sp.start)
+    lost = "".join(c for c, k in zip(sample_text, covered) if not k and not c.isspace())
+    assert lost == ""
+    starts = [sp.start for sp in spans]
+    assert starts == sorted(starts)
+
+
+def test_overlap_repeats_context(tok, sample_text):
+    no = chunk_text(sample_text, tok, 96, 0)
+    yes = chunk_text(sample_text, tok, 96, 40)
+    shared = sum(max(0, a.end - b.start) for a, b in zip(yes, yes[1:]))
+    assert sum(max(0, a.end - b.start) for a, b in zip(no, no[1:])) == 0
+    assert shared > 0 and len(yes) > len(no)
+
+
+def test_one_huge_line_is_split(tok):
+    text = "word " * 5000
+    spans = chunk_text(text.strip(), tok, 64, 8)
+    assert len(spans) > 10
+    assert all(len(tok(text[s.start : s.end], add_special_tokens=False)["input_ids"]) <= 64 for s in spans)
+
+
+# ---------------------------------------------------------------- dedup
+
+
+def test_dedup_exact_and_near():
+    base = "The Muncie foundry casts ductile iron for Tidewell pumps and employs 1,150 hourly workers under a union contract that runs until April 2027 and covers every shift."
+    texts = [base, base.upper(), base.replace("every shift", "every single shift"), PUMPS]
+    keep, removed = dedup_texts(texts, threshold=0.7)
+    assert keep == [0, 3]
+    assert removed == {"exact": 1, "near": 1}
+
+
+# ---------------------------------------------------------------- the whole stage
+
+
+def test_ingest_sample_no_duplicates_and_noop_rerun(tmp_path, tiny_model):
+    run = RunDir.at(tmp_path / "run")
+    docs = [str(p) for p in sample_documents()]
+    a = args(tiny_model, chunk_tokens=96, overlap_tokens=16)
+    first = ingest(docs, run, a, progress=False)
+    assert first.wrote and first.added and not first.errors
+    rows = read_chunks(run.chunks)
+    assert len({r["sha256"] for r in rows}) == len(rows)
+    assert len({r["chunk_id"] for r in rows}) == len(rows)
+    assert max(r["n_tokens"] for r in rows) <= 96
+    manifest = json.loads(run.manifest.read_text())["stages"]["ingest"]
+    assert manifest["config"]["chunk_tokens"] == 96 and manifest["kbake_version"] and "seed" in manifest
+    mtime = run.chunks.stat().st_mtime_ns
+    second = ingest(docs, run, a, progress=False)
+    assert not second.wrote and second.unchanged and second.n_chunks == len(rows)
+    assert run.chunks.stat().st_mtime_ns == mtime
+
+
+def test_changed_file_replaces_its_chunks(tmp_path, tiny_model):
+    run = RunDir.at(tmp_path / "run")
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "a.md").write_text(PUMPS)
+    (d / "b.txt").write_text("Saltmere makes energy recovery devices in Southampton.")
+    a = args(tiny_model)
+    ingest([str(d)], run, a, progress=False)
+    (d / "a.md").write_text("Brand new text: the Monterrey plant ran at 85% of capacity.")
+    rep = ingest([str(d)], run, a, progress=False)
+    assert rep.updated == [str(d / "a.md")] and rep.unchanged == [str(d / "b.txt")]
+    text = " ".join(r["text"] for r in read_chunks(run.chunks))
+    assert "Monterrey" in text and "Sightline" not in text and "Saltmere" in text
+
+
+def test_cli_mixed_folder(tmp_path, tiny_model):
+    """Good .md and .html ingest; empty, binary and corrupt PDF are named with their reason."""
+    d = tmp_path / "mixed"
+    d.mkdir()
+    (d / "good.md").write_text(PUMPS)
+    (d / "good.html").write_text("<html><body><p>Backlog was $1.21 billion at year end.</p></body></html>")
+    (d / "empty.txt").write_bytes(b"")
+    (d / "binary.txt").write_bytes(os.urandom(2048) + b"\x00")
+    (d / "corrupt.pdf").write_bytes(b"%PDF-1.7\nthis is not really a pdf")
+    result = runner.invoke(app, ["ingest", str(d), "--run", str(tmp_path / "r"), "--tokenizer", tiny_model, "-q"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert f"{d / 'empty.txt'}: empty file" in out
+    assert f"{d / 'binary.txt'}: binary file" in out
+    assert f"{d / 'corrupt.pdf'}: corrupt PDF" in out
+    assert "ingested 2 new" in out
+    sources = {r["source"] for r in read_chunks(tmp_path / "r" / "chunks.parquet")}
+    assert sources == {str(d / "good.md"), str(d / "good.html")}
+
+
+def test_cli_nothing_usable_exits_1(tmp_path, tiny_model):
+    (tmp_path / "empty.txt").write_bytes(b"")
+    result = runner.invoke(app, ["ingest", str(tmp_path / "empty.txt"), str(tmp_path / "missing.md"),
+                                 "--run", str(tmp_path / "r"), "--tokenizer", tiny_model])
+    assert result.exit_code == 1
+    assert "empty file" in result.output and "no such file" in result.output
+    assert "nothing usable was ingested" in result.output
+
+
+def test_glob_input(tmp_path, tiny_model):
+    (tmp_path / "a.md").write_text(PUMPS)
+    (tmp_path / "b.md").write_text("Saltmere makes energy recovery devices.")
+    (tmp_path / "c.txt").write_text("Not matched by the glob.")
+    rep = ingest([str(tmp_path / "*.md")], RunDir.at(tmp_path / "r"), args(tiny_model), progress=False)
+    assert sorted(Path(p).name for p in rep.added) == ["a.md", "b.md"]
+
+
+def test_killed_write_keeps_old_parquet(tmp_path, tiny_model, monkeypatch):
+    """A write that dies half way leaves the previous chunks.parquet whole and no temp files."""
+    import kbake.run as runmod
+
+    run = RunDir.at(tmp_path / "r")
+    (tmp_path / "a.md").write_text(PUMPS)
+    ingest([str(tmp_path / "a.md")], run, args(tiny_model), progress=False)
+    before = run.chunks.read_bytes()
+
+    def dying_write(table, where, **kw):
+        Path(where).write_bytes(b"PAR1 half a file")
+        raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(runmod.pq, "write_table", dying_write)
+    (tmp_path / "a.md").write_text("Changed text about Saltmere.")
+    with pytest.raises(KeyboardInterrupt):
+        ingest([str(tmp_path / "a.md")], run, args(tiny_model), progress=False)
+    assert run.chunks.read_bytes() == before
+    assert pq.read_table(run.chunks).num_rows >= 1
+    assert [p.name for p in run.root.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_run_folder_is_private(tmp_path, tiny_model):
+    (tmp_path / "a.md").write_text(PUMPS)
+    run = RunDir.at(tmp_path / "r")
+    ingest([str(tmp_path / "a.md")], run, args(tiny_model), progress=False)
+    assert run.root.stat().st_mode & 0o077 == 0

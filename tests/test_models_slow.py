@@ -1,0 +1,39 @@
+"""The real embedded defaults, loaded offline (marked slow: tens of seconds on 2 cores)."""
+
+import time
+
+import pytest
+
+
+@pytest.mark.slow
+def test_default_lm_converts_once_then_loads_fast(monkeypatch):
+    import torch
+
+    from kbake.models import load_causal_lm
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    model, tok = load_causal_lm("default")  # first load converts the GGUF into the cache
+    n = sum(p.numel() for p in model.parameters())
+    assert 130e6 < n < 140e6
+    t = time.perf_counter()
+    again, _ = load_causal_lm("default")
+    second = time.perf_counter() - t
+    assert second < 15, f"second load took {second:.1f}s"
+    x = tok("The capital of France is", return_tensors="pt")
+    with torch.no_grad():
+        assert torch.allclose(model(**x).logits, again(**x).logits)
+    msgs = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
+    ids = tok.apply_chat_template(msgs, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    out = again.generate(**ids, max_new_tokens=12, do_sample=False)
+    assert "Paris" in tok.decode(out[0][ids["input_ids"].shape[1]:])
+
+
+@pytest.mark.slow
+def test_default_embedder_ranks_related_text_first():
+    from kbake.models import load_embedder
+
+    emb = load_embedder("default")
+    vecs = emb.encode(["Where are the membranes made?", "ClearSpan membranes are produced in Aarhus, Denmark.",
+                       "The dividend was $0.21 per share."], normalize_embeddings=True)
+    assert vecs.shape == (3, 384)
+    assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2]

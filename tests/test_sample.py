@@ -1,0 +1,41 @@
+"""The shipped sample is the yardstick of every result: check it is what it claims to be."""
+
+import json
+import re
+from collections import Counter
+
+from kbake.run import read_jsonl
+from kbake.sample import sample_documents, sample_probes
+
+
+def test_tenk_is_long_enough(sample_text):
+    assert len(sample_text.split()) >= 3000
+
+
+def test_probes_are_well_formed(sample_text):
+    probes = read_jsonl(sample_probes())
+    assert len(probes) >= 60
+    html = sample_documents()[0].read_text()
+    ids = set(re.findall(r'id="([^"]+)"', html))
+    for p in probes:
+        assert set(p) >= {"id", "kind", "question", "answer", "distractors", "reference", "passage_id", "evidence"}
+        assert p["kind"] in {"verbatim", "paraphrase"}
+        assert len(p["distractors"]) == 3 and p["answer"] not in p["distractors"]
+        assert len(set(p["distractors"])) == 3
+        assert p["passage_id"] in ids, p["id"]
+        assert p["evidence"] in sample_text, p["id"]  # the answer's passage is really in the document
+    kinds = Counter(p["kind"] for p in probes)
+    assert kinds["paraphrase"] >= len(probes) / 2
+    assert len({p["id"] for p in probes}) == len(probes)
+
+
+def test_paraphrased_probes_do_not_copy_the_document(sample_text):
+    """A paraphrased question shares no 6-word run with the document."""
+    words = sample_text.lower().split()
+    grams = {" ".join(words[i : i + 6]) for i in range(len(words) - 5)}
+    for p in read_jsonl(sample_probes()):
+        if p["kind"] != "paraphrase":
+            continue
+        q = p["question"].lower().rstrip("?").split()
+        hits = [" ".join(q[i : i + 6]) for i in range(len(q) - 5) if " ".join(q[i : i + 6]) in grams]
+        assert not hits, (p["id"], hits)
