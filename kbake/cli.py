@@ -15,6 +15,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
 )
 
 RUN_HELP = "Run folder: every stage reads and writes its files here."
@@ -75,6 +76,137 @@ def ingest(
         typer.echo(f"nothing changed: {len(report.unchanged)} document(s), {report.n_chunks} chunks in {rd.chunks}")
     if not report.ok:
         _fail("nothing usable was ingested", 1)
+
+
+def _remote_notice(run, args, n_requests_hint: str, yes: bool) -> None:
+    """Before any document text leaves the machine: say how much goes where, and ask."""
+    if not args.llm.startswith("openai:"):
+        return
+    from kbake.run import RunDir, read_chunks
+
+    chunks = read_chunks(RunDir.at(run).chunks)
+    where = args.base_url or "https://api.openai.com/v1"
+    typer.echo(f"{len(chunks)} chunks ({sum(c['n_tokens'] for c in chunks):,} tokens of your documents, "
+               f"{n_requests_hint}) will be sent to {where} ({args.llm}).", err=True)
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        _fail("not on a terminal: pass --yes to confirm sending documents to that endpoint")
+    if not typer.confirm("Send them?", default=False):
+        raise typer.Exit(1)
+
+
+LLM_HELP = "'local' (embedded SmolLM2), 'local:NAME' (HF id or folder) or 'openai:MODEL'."
+
+
+@app.command()
+def synth(
+    run: Path = typer.Option(..., "--run", "-r", help=RUN_HELP),
+    kind: Optional[str] = typer.Option(None, help="Comma-separated generators: qa,rephrase,entigraph."),
+    llm: Optional[str] = typer.Option(None, help=LLM_HELP),
+    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (vLLM)."),
+    api_key_env: Optional[str] = typer.Option(None, help="Environment variable that holds the API key."),
+    concurrency: Optional[int] = typer.Option(None, help="Requests in flight (openai backend)."),
+    token_budget: Optional[int] = typer.Option(None, help="Stop cleanly (resumable) after this many tokens of real calls."),
+    stats: bool = typer.Option(False, "--stats", help="Print counts, tokens per kind and per document, and the expansion ratio; generate nothing."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before sending documents to a remote endpoint."),
+    recipe: Optional[Path] = typer.Option(None, "--recipe", help=RECIPE_HELP),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+):
+    """Write a synthetic corpus about the chunks: RUN/synth/KIND.jsonl (+ .parquet).
+
+    qa: question-answer pairs per chunk; rephrase: each chunk in five styles; entigraph:
+    entities, then analyses of how pairs and triples of them relate. Items that fail the
+    format, grounding, duplicate or leak (too close to a probe) filters are dropped and
+    counted. Every call is cached in RUN/cache/llm.sqlite: a re-run makes no calls, a
+    killed run resumes.
+    """
+    from kbake.llm import LLMError
+    from kbake.run import RunDir, save_stage
+
+    flags = {"synth.llm": llm, "synth.base_url": base_url, "synth.api_key_env": api_key_env,
+             "synth.concurrency": concurrency, "synth.token_budget": token_budget}
+    if kind:
+        flags["synth.kinds"] = [k.strip() for k in kind.split(",") if k.strip()]
+    cfg = _recipe(recipe, set_, flags)
+    rd = RunDir.at(run)
+    if not rd.chunks.exists():
+        _fail(f"{rd.chunks}: no chunks; run `kbake ingest DOCS --run {run}` first")
+    if not stats:
+        from kbake.synth import synth as run_synth
+
+        _remote_notice(run, cfg.synth, f"{len(cfg.synth.kinds)} generator(s)", yes)
+        try:
+            report = run_synth(rd, cfg.synth, seed=cfg.seed, progress=not quiet)
+        except LLMError as e:
+            _fail(str(e), 1)
+        save_resolved(cfg, rd.config_path("synth"))
+        for k, r in report.kinds.items():
+            removed = ", ".join(f"{n} {why}" for why, n in r.removed.items() if n) or "none"
+            typer.echo(f"{k}: {r.items} items from {r.jobs} calls (removed: {removed})")
+        typer.echo(f"model calls: {report.calls}, cache hits: {report.cache_hits}, tokens: {report.tokens:,}, "
+                   f"{report.seconds:.1f}s")
+    _print_stats(rd)
+
+
+def _print_stats(rd) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from kbake.models import load_tokenizer
+    from kbake.run import load_manifest
+    from kbake.synth import corpus_stats
+
+    tok_name = load_manifest(rd).get("stages", {}).get("ingest", {}).get("config", {}).get("tokenizer", "default")
+    st = corpus_stats(rd, load_tokenizer(tok_name))
+    table = Table(title=f"synthetic corpus in {rd.synth_dir}")
+    for col in ("kind", "items", "tokens"):
+        table.add_column(col, justify="left" if col == "kind" else "right")
+    for k, v in st["kinds"].items():
+        table.add_row(k, str(v["items"]), f"{v['tokens']:,}")
+    table.add_row("all", str(sum(v["items"] for v in st["kinds"].values())), f"{st['synthetic_tokens']:,}")
+    Console().print(table)
+    for d, v in st["per_doc"].items():
+        typer.echo(f"  {d}: {v['source_tokens']:,} source tokens -> {v['synthetic_tokens']:,} synthetic")
+    typer.echo(f"expansion ratio: {st['expansion_ratio']:.2f}x (synthetic tokens / source tokens)")
+
+
+@app.command()
+def probes(
+    run: Path = typer.Option(..., "--run", "-r", help=RUN_HELP),
+    llm: Optional[str] = typer.Option(None, help=LLM_HELP),
+    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint."),
+    per_chunk: Optional[int] = typer.Option(None, help="Probe questions per chunk."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing probes.jsonl (e.g. hand-written ones)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before sending documents to a remote endpoint."),
+    recipe: Optional[Path] = typer.Option(None, "--recipe", help=RECIPE_HELP),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+):
+    """Generate a held-out multiple-choice probe set from the chunks: RUN/probes.jsonl.
+
+    Each probe: question, correct answer, three distractors, reference, source chunk. The
+    probes are never trained on: `kbake synth` drops items too close to them.
+    """
+    from kbake.llm import LLMError
+    from kbake.run import RunDir
+    from kbake.synth import make_probes
+
+    cfg = _recipe(recipe, set_, {"probes.llm": llm, "probes.base_url": base_url, "probes.per_chunk": per_chunk})
+    rd = RunDir.at(run)
+    if not rd.chunks.exists():
+        _fail(f"{rd.chunks}: no chunks; run `kbake ingest DOCS --run {run}` first")
+    if rd.probes.exists() and not force:
+        _fail(f"{rd.probes} exists; pass --force to replace it")
+    _remote_notice(run, cfg.probes, f"{cfg.probes.per_chunk} request(s) per chunk", yes)
+    try:
+        counts = make_probes(rd, cfg.probes, seed=cfg.seed, progress=not quiet)
+    except LLMError as e:
+        _fail(str(e), 1)
+    save_resolved(cfg, rd.config_path("probes"))
+    removed = ", ".join(f"{v} {k}" for k, v in counts.items() if k != "kept" and v) or "none"
+    typer.echo(f"wrote {counts['kept']} probes to {rd.probes} (removed: {removed})")
 
 
 @app.command()

@@ -8,7 +8,7 @@ Unknown keys are rejected, as TRL's parser and nanoGPT's configurator do.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -44,6 +44,76 @@ class IngestArgs(StageArgs):
         return self
 
 
+class LLMArgs(StageArgs):
+    """Which LLM writes synthetic data and probes, and how to call it."""
+
+    llm: str = "local"
+    """'local' (the embedded SmolLM2-135M-Instruct), 'local:NAME' (a HF id or folder) or 'openai:MODEL'."""
+    base_url: str | None = None
+    """Endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, TGI); None means api.openai.com."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the API key; the key itself is never written anywhere."""
+    concurrency: int = Field(8, ge=1, le=256)
+    """Requests in flight at once (openai backend)."""
+    max_retries: int = Field(6, ge=0, le=20)
+    """Retries per request on 429, 5xx, time-outs and dropped connections, with exponential backoff."""
+    timeout: float = Field(120.0, gt=0)
+    """Seconds before one request counts as timed out."""
+    token_budget: int | None = Field(None, ge=1)
+    """Stop cleanly (resumable) once real calls have used this many tokens; None for no limit."""
+    batch_size: int = Field(16, ge=1, le=512)
+    """Prompts per generate call (local backend)."""
+    temperature: float = Field(0.7, ge=0.0, le=2.0)
+    """Sampling temperature; 0 is greedy."""
+    top_p: float = Field(0.95, gt=0.0, le=1.0)
+    """Nucleus sampling mass."""
+
+
+class SynthArgs(LLMArgs):
+    """Options of `kbake synth`: the synthetic corpus generators and their filters."""
+
+    kinds: list[Literal["qa", "rephrase", "entigraph"]] = ["qa", "rephrase", "entigraph"]
+    """Generators to run."""
+    qa_types: list[Literal["factual", "numeric", "why", "compare"]] = ["factual", "numeric", "why", "compare"]
+    """Question types; one request per chunk and type ('compare' pairs the chunk with another from its document)."""
+    qa_per_request: int = Field(3, ge=1, le=20)
+    """Question-answer pairs asked for in one request."""
+    qa_max_tokens: int = Field(200, ge=16)
+    """Longest answer of a QA request, in tokens."""
+    rephrase_styles: list[Literal["summary", "qa", "encyclopedia", "child", "bullets"]] = [
+        "summary", "qa", "encyclopedia", "child", "bullets"]
+    """Rewriting styles (WRAP, Maini et al. 2024); one request per chunk and style."""
+    rephrase_max_tokens: int = Field(256, ge=16)
+    """Longest rephrase, in tokens."""
+    entigraph_max_entities: int = Field(16, ge=2, le=500)
+    """Entities kept per document (most often mentioned first)."""
+    entigraph_pairs: int = Field(24, ge=0)
+    """Entity pairs analysed per document (sampled with the seed)."""
+    entigraph_triples: int = Field(8, ge=0)
+    """Entity triples analysed per document."""
+    entigraph_max_tokens: int = Field(256, ge=16)
+    """Longest relation analysis, in tokens."""
+    near_dup_threshold: float = Field(0.8, gt=0.0, le=1.0)
+    """MinHash Jaccard at which two items are near-duplicates (the later one is dropped)."""
+    grounding_min: float = Field(0.5, ge=0.0, le=1.0)
+    """Share of an answer's content words that must appear in its source chunk(s); every number must."""
+    leak_threshold: float = Field(0.85, gt=0.0, le=1.0)
+    """Cosine similarity (embedder) to any probe question at or above which an item is dropped as a leak."""
+    embedder: str = "default"
+    """Sentence-transformers model of the leak filter: 'default' (all-MiniLM-L6-v2), a HF id or a folder."""
+
+
+class ProbesArgs(LLMArgs):
+    """Options of `kbake probes`: generating a held-out multiple-choice probe set."""
+
+    per_chunk: int = Field(1, ge=1, le=20)
+    """Probe questions asked for per chunk (one request each)."""
+    max_tokens: int = Field(160, ge=32)
+    """Longest probe answer from the LLM, in tokens."""
+    grounding_min: float = Field(0.5, ge=0.0, le=1.0)
+    """Share of the correct answer's content words that must appear in the chunk."""
+
+
 class Recipe(StageArgs):
     """A whole recipe: shared options plus one section per stage."""
 
@@ -51,6 +121,10 @@ class Recipe(StageArgs):
     """Seed of every random choice (sampling, shuffles, initialisation)."""
     ingest: IngestArgs = Field(default_factory=IngestArgs)
     """Options of `kbake ingest`."""
+    probes: ProbesArgs = Field(default_factory=ProbesArgs)
+    """Options of `kbake probes`."""
+    synth: SynthArgs = Field(default_factory=SynthArgs)
+    """Options of `kbake synth`."""
 
 
 def _format_error(err: ValidationError, source: str) -> str:

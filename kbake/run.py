@@ -226,3 +226,77 @@ def save_stage(run: RunDir, stage: str, entry: dict) -> None:
     manifest.setdefault("stages", {})[stage] = entry
     atomic_write_json(run.manifest, manifest)
 
+
+
+# ---------------------------------------------------------------- synth/<kind>.jsonl and probes.jsonl
+
+
+@dataclass
+class SynthItem:
+    """One training item of `synth/<kind>.jsonl`. QA items carry question and answer; the
+    continued-pretraining kinds (rephrase, entigraph) carry `text`. Every item records where
+    it came from and how it was made."""
+
+    id: str
+    kind: str
+    doc_id: str
+    chunk_ids: list[str]
+    generator: str
+    prompt_version: str
+    model: str
+    text: str = ""
+    question: str | None = None
+    answer: str | None = None
+
+    def training_text(self) -> str:
+        """The text the item contributes: for QA the question and answer, else `text`."""
+        if self.question is not None:
+            return f"{self.question}\n{self.answer}"
+        return self.text
+
+
+@dataclass
+class Probe:
+    """One held-out probe of `probes.jsonl`: a multiple-choice question with a short reference.
+    `evidence` is a quote of the passage that answers it (so retrieval recall can be checked
+    whatever the chunking); `chunk_id` names the chunk it was generated from, when it was."""
+
+    id: str
+    question: str
+    answer: str
+    distractors: list[str]
+    reference: str
+    kind: str = "generated"
+    passage_id: str = ""
+    evidence: str = ""
+    chunk_id: str = ""
+
+
+def write_items(path: Path, items: list) -> None:
+    """JSONL (one record per line) plus a Parquet twin that `datasets`/pandas open directly."""
+    from dataclasses import asdict
+
+    rows = [asdict(i) if not isinstance(i, dict) else i for i in items]
+    atomic_write_jsonl(path, rows)
+    if rows:
+        import pyarrow as _pa
+
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+        os.close(fd)
+        try:
+            pq.write_table(_pa.Table.from_pylist(rows), tmp)
+            os.replace(tmp, path.with_suffix(".parquet"))
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def read_items(path: Path) -> list[SynthItem]:
+    return [SynthItem(**r) for r in read_jsonl(path)]
+
+
+def read_probes(path: Path) -> list[Probe]:
+    if not Path(path).exists():
+        raise FileNotFoundError(f"{path}: no probes; run `kbake probes --run {Path(path).parent}` (or copy a probes.jsonl there)")
+    fields = set(Probe.__dataclass_fields__)
+    return [Probe(**{k: v for k, v in r.items() if k in fields}) for r in read_jsonl(path)]

@@ -1,0 +1,73 @@
+"""The records every backend speaks: a chat request, its sampling, the completion."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Protocol, Sequence
+
+
+class LLMError(RuntimeError):
+    """A backend failed in a way retrying will not fix."""
+
+
+class BackendUnavailable(LLMError):
+    """The endpoint stopped answering (gone, stalled, or rate-limited) after every retry.
+    Everything finished so far is in the cache: re-run the same command to resume."""
+
+
+class BudgetExhausted(LLMError):
+    """The token budget is spent; finished work is cached and the run can resume with a larger budget."""
+
+
+@dataclass(frozen=True)
+class Sampling:
+    max_tokens: int = 256
+    temperature: float = 0.7
+    top_p: float = 0.95
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    messages: tuple[tuple[str, str], ...]
+    """(role, content) pairs; a tuple so the request is hashable and immutable."""
+    sampling: Sampling = field(default_factory=Sampling)
+
+    @classmethod
+    def chat(cls, system: str | None, user: str, sampling: Sampling) -> "ChatRequest":
+        msgs = ((("system", system),) if system else ()) + (("user", user),)
+        return cls(msgs, sampling)
+
+    def as_openai(self) -> list[dict]:
+        return [{"role": r, "content": c} for r, c in self.messages]
+
+    def cache_key(self, model_id: str) -> str:
+        """Hash of model + messages + sampling: the identity of a call."""
+        blob = json.dumps({"model": model_id, "messages": self.messages, "sampling": asdict(self.sampling)},
+                          sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Completion:
+    text: str
+    finish_reason: str = "stop"
+    """'stop' when the model ended its answer, 'length' when it hit max_tokens (truncated)."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+
+
+OnResult = Callable[[int, Completion], None]
+
+
+class Backend(Protocol):
+    model_id: str
+    """Names the model in cache keys and in every item's provenance."""
+
+    def complete(self, requests: Sequence[ChatRequest], on_result: OnResult) -> list[Completion | None]:
+        """Answer every request; call on_result(index, completion) as each finishes.
+        A request that keeps returning garbage comes back as None (dropped, counted)."""
+        ...

@@ -1,0 +1,200 @@
+"""`kbake synth` and `kbake probes`: turn chunks into a large, diverse synthetic corpus.
+
+Training on a small document's raw text mostly teaches a model to repeat its sentences
+(Yang et al. 2024, "Synthetic continued pretraining"); rewriting the same facts many
+ways — questions, rephrasings, entity relations — is what makes them learnable.
+Every call goes through the run's LLM cache, so a re-run is free and a killed run resumes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from kbake.config import ProbesArgs, SynthArgs
+from kbake.llm import CachedLLM, make_llm
+from kbake.run import (RunDir, SynthItem, atomic_write_jsonl, load_manifest, provenance, read_chunks, read_items,
+                       read_probes, save_stage, write_items)
+from kbake.synth import entigraph, qa, rephrase
+from kbake.synth import probes as probe_gen
+from kbake.synth.filters import dedup_filter, grounding_filter, leak_filter
+from kbake.synth.job import Job
+
+KINDS = ("qa", "rephrase", "entigraph")
+
+
+@dataclass
+class KindReport:
+    jobs: int = 0
+    items: int = 0
+    removed: dict[str, int] = field(default_factory=lambda: Counter())
+
+
+@dataclass
+class SynthReport:
+    kinds: dict[str, KindReport] = field(default_factory=dict)
+    calls: int = 0
+    cache_hits: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+
+
+def llm_for(run: RunDir, args) -> CachedLLM:
+    """The run's LLM behind the run's cache (`RUN/cache/llm.sqlite`, owner-only)."""
+    return make_llm(args.llm, cache_path=run.root / "cache" / "llm.sqlite", base_url=args.base_url,
+                    api_key_env=args.api_key_env, concurrency=args.concurrency, max_retries=args.max_retries,
+                    timeout=args.timeout, token_budget=args.token_budget, batch_size=args.batch_size)
+
+
+def complete_jobs(llm: CachedLLM, jobs: list[Job], desc: str, progress: bool):
+    """Run every job's request, with a progress bar showing items done, tokens and rate."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(jobs), desc=desc, unit="call", disable=not progress or not jobs, dynamic_ncols=True)
+    t0, tokens = time.perf_counter(), [0]
+
+    def done(i, c):
+        if c is not None and not c.cached:
+            tokens[0] += c.completion_tokens
+        bar.update(1)
+        rate = tokens[0] / max(time.perf_counter() - t0, 1e-6)
+        bar.set_postfix(new_tokens=tokens[0], tok_s=f"{rate:.0f}", cached=llm.stats.cache_hits, refresh=False)
+
+    try:
+        return llm.complete([j.request for j in jobs], on_done=done)
+    finally:
+        bar.close()
+
+
+def group_by_doc(chunks: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = defaultdict(list)
+    for c in sorted(chunks, key=lambda c: (c["doc_id"], c["start"])):
+        out[c["doc_id"]].append(c)
+    return dict(out)
+
+
+def _collect(jobs: list[Job], completions, to_items, model: str, rep: KindReport) -> list[tuple[SynthItem, str]]:
+    out = []
+    for job, comp in zip(jobs, completions):
+        if comp is None:
+            rep.removed["dropped_by_backend"] += 1
+            continue
+        got = to_items(job, comp, model)
+        if not got:
+            rep.removed["format"] += 1
+        out.extend((it, job.context) for it in got)
+    return out
+
+
+def synth(run: RunDir, args: SynthArgs, *, seed: int = 0, progress: bool = True, llm: CachedLLM | None = None,
+          embedder=None) -> SynthReport:
+    """Generate every kind in `args.kinds` into `RUN/synth/<kind>.jsonl` (+ .parquet)."""
+    chunks = read_chunks(run.chunks)
+    by_doc = group_by_doc(chunks)
+    llm = llm or llm_for(run, args)
+    probes = read_probes(run.probes) if run.probes.exists() else []
+    if probes and embedder is None:
+        from kbake.models import load_embedder
+
+        embedder = load_embedder(args.embedder)
+    titles = {d: Path(cs[0]["source"]).stem for d, cs in by_doc.items()}
+    report = SynthReport()
+    t0 = time.perf_counter()
+    for kind in args.kinds:
+        rep = report.kinds.setdefault(kind, KindReport())
+        if kind == "entigraph":
+            ejobs = entigraph.entity_jobs(by_doc, args, seed)
+            ecomps = complete_jobs(llm, ejobs, "entigraph: entities", progress)
+            ents, summaries = entigraph.entities_by_doc(ejobs, ecomps, by_doc, args.entigraph_max_entities)
+            jobs = entigraph.relation_jobs(ents, by_doc, args, seed, titles)
+            comps = complete_jobs(llm, jobs, "entigraph: relations", progress)
+            pairs = entigraph.summary_items(summaries, llm.model_id) + _collect(jobs, comps, entigraph.items, llm.model_id, rep)
+            rep.jobs = len(ejobs) + len(jobs)
+        else:
+            module = qa if kind == "qa" else rephrase
+            jobs = module.jobs(by_doc, args, seed)
+            comps = complete_jobs(llm, jobs, kind, progress)
+            pairs = _collect(jobs, comps, module.items, llm.model_id, rep)
+            rep.jobs = len(jobs)
+        items = [it for it, _ in pairs]
+        contexts = {it.id: ctx for it, ctx in pairs}
+        items, rep.removed["grounding"] = grounding_filter(items, contexts, args.grounding_min)
+        items, rep.removed["duplicate"] = dedup_filter(items, args.near_dup_threshold)
+        items, rep.removed["leak"] = leak_filter(items, probes, embedder, args.leak_threshold) if probes else (items, 0)
+        rep.items = len(items)
+        write_items(run.synth_dir / f"{kind}.jsonl", items)
+    report.calls, report.cache_hits, report.tokens = llm.stats.calls, llm.stats.cache_hits, llm.stats.tokens
+    report.seconds = time.perf_counter() - t0
+    entry = provenance(args.model_dump(mode="json"), seed=seed, model=llm.model_id)
+    prior = load_manifest(run).get("stages", {}).get("synth", {}).get("kinds", {})
+    entry["kinds"] = {**prior, **{k: {"jobs": r.jobs, "items": r.items, "removed": dict(r.removed)} for k, r in report.kinds.items()}}
+    entry["llm"] = {"calls": report.calls, "cache_hits": report.cache_hits, "tokens": report.tokens,
+                    "dropped": llm.stats.dropped}
+    save_stage(run, "synth", entry)
+    return report
+
+
+def make_probes(run: RunDir, args: ProbesArgs, *, seed: int = 0, progress: bool = True,
+                llm: CachedLLM | None = None) -> dict[str, int]:
+    """Generate `RUN/probes.jsonl` from the chunks; returns counts kept and removed per filter."""
+    from kbake.ingest.dedup import dedup_texts
+
+    chunks = read_chunks(run.chunks)
+    llm = llm or llm_for(run, args)
+    jobs = probe_gen.jobs(chunks, args, seed)
+    comps = complete_jobs(llm, jobs, "probes", progress)
+    kept, counts = [], Counter()
+    for job, comp in zip(jobs, comps):
+        if comp is None:
+            counts["dropped_by_backend"] += 1
+            continue
+        p, why = probe_gen.probe(job, comp, len(kept) + 1, args.grounding_min)
+        if p is None:
+            counts[why] += 1
+        else:
+            kept.append(p)
+    keep, removed = dedup_texts([p.question for p in kept], threshold=0.8)
+    counts["duplicate"] = removed["exact"] + removed["near"]
+    kept = [kept[i] for i in keep]
+    for n, p in enumerate(kept, 1):
+        p.id = f"probe-{n:04d}"
+    atomic_write_jsonl(run.probes, [asdict(p) for p in kept])
+    entry = provenance(args.model_dump(mode="json"), seed=seed, model=llm.model_id)
+    entry.update(n_probes=len(kept), removed=dict(counts))
+    save_stage(run, "probes", entry)
+    counts["kept"] = len(kept)
+    return dict(counts)
+
+
+def corpus_stats(run: RunDir, tokenizer) -> dict:
+    """Items and tokens per kind and per document, and the expansion ratio
+    (synthetic tokens ÷ source tokens, the source counted once despite chunk overlap)."""
+    chunks = read_chunks(run.chunks)
+    ntok = lambda s: len(tokenizer(s, add_special_tokens=False)["input_ids"])  # noqa: E731
+    source_by_doc: dict[str, int] = {}
+    for doc_id, cs in group_by_doc(chunks).items():
+        end, parts = 0, []
+        for c in cs:
+            if c["end"] > end:
+                parts.append(c["text"][max(0, end - c["start"]):])
+                end = c["end"]
+        source_by_doc[doc_id] = ntok("".join(parts))
+    kinds, per_doc = {}, Counter()
+    for kind in KINDS:
+        path = run.synth_dir / f"{kind}.jsonl"
+        if not path.exists():
+            continue
+        items = read_items(path)
+        toks = 0
+        for it in items:
+            n = ntok(it.training_text())
+            toks += n
+            per_doc[it.doc_id] += n
+        kinds[kind] = {"items": len(items), "tokens": toks}
+    source = sum(source_by_doc.values())
+    synthetic = sum(k["tokens"] for k in kinds.values())
+    return {"kinds": kinds, "source_tokens": source, "synthetic_tokens": synthetic,
+            "expansion_ratio": synthetic / source if source else 0.0,
+            "per_doc": {d: {"source_tokens": s, "synthetic_tokens": per_doc.get(d, 0)} for d, s in source_by_doc.items()}}

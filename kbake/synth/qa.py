@@ -1,0 +1,57 @@
+"""`qa`: diverse question-answer pairs per chunk, grounded in it.
+
+One request per chunk and question type (factual, numeric, why/how, and comparison
+across two chunks of the same document), so one chunk yields varied questions.
+"""
+
+from __future__ import annotations
+
+import random
+
+from kbake.config import SynthArgs
+from kbake.llm import Completion, Sampling
+from kbake.llm.base import ChatRequest
+from kbake.run import SynthItem
+from kbake.synth.job import Job
+from kbake.synth.parse import parse_qa
+from kbake.synth.prompts import load_prompt
+
+INSTRUCTIONS = {
+    "factual": "Ask about names, places, products and dates.",
+    "numeric": "Ask about the figures: amounts, percentages, counts and dates. Answers are numbers with their units.",
+    "why": "Ask why or how something happened or works, as the excerpt explains it.",
+}
+
+
+def jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: int) -> list[Job]:
+    rng = random.Random(seed)
+    out: list[Job] = []
+    for doc_id, chunks in chunks_by_doc.items():
+        for c in chunks:
+            for qtype in args.qa_types:
+                sampling = Sampling(args.qa_max_tokens, args.temperature, args.top_p, seed)
+                if qtype == "compare":
+                    others = [o for o in chunks if o["chunk_id"] != c["chunk_id"]]
+                    if not others:
+                        continue
+                    other = rng.choice(others)
+                    prompt = load_prompt("qa_compare")
+                    system, user = prompt.render(chunk=c["text"], other=other["text"], n=str(args.qa_per_request))
+                    ids, context = [c["chunk_id"], other["chunk_id"]], c["text"] + "\n\n" + other["text"]
+                else:
+                    prompt = load_prompt("qa")
+                    system, user = prompt.render(chunk=c["text"], n=str(args.qa_per_request), qtype=qtype,
+                                                 instruction=INSTRUCTIONS[qtype])
+                    ids, context = [c["chunk_id"]], c["text"]
+                out.append(Job(ChatRequest.chat(system, user, sampling), "qa", f"qa/{qtype}", prompt.version,
+                               doc_id, ids, context))
+    return out
+
+
+def items(job: Job, completion: Completion, model: str) -> list[SynthItem]:
+    return [
+        SynthItem(id=f"qa-{job.key}-{n}", kind="qa", doc_id=job.doc_id, chunk_ids=job.chunk_ids,
+                  generator=job.generator, prompt_version=job.prompt_version, model=model,
+                  question=q, answer=a)
+        for n, (q, a) in enumerate(parse_qa(completion.text))
+    ]

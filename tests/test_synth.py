@@ -1,0 +1,245 @@
+"""`kbake synth` and `kbake probes`: generators, filters, cache/resume, stats."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kbake.config import IngestArgs, ProbesArgs, SynthArgs
+from kbake.ingest import ingest
+from kbake.models import load_tokenizer
+from kbake.run import Probe, RunDir, SynthItem, read_chunks, read_items, read_jsonl, read_probes
+from kbake.sample import sample_documents, sample_probes
+from kbake.synth import corpus_stats, make_probes, synth
+from kbake.synth.filters import dedup_filter, grounding_filter, is_grounded, leak_filter
+from kbake.synth.parse import clean_passage, parse_entities, parse_probe, parse_qa
+
+from openai_server import FakeOpenAI, grounded_answer
+
+SMALL = dict(qa_types=["factual", "numeric", "compare"], rephrase_styles=["summary", "child"],
+             entigraph_pairs=4, entigraph_triples=2, entigraph_max_entities=6)
+
+
+@pytest.fixture
+def run(tmp_path, tiny_model) -> RunDir:
+    """The shipped sample ingested in small chunks, with its probes."""
+    rd = RunDir.at(tmp_path / "run")
+    ingest([str(p) for p in sample_documents()], rd, IngestArgs(tokenizer=tiny_model, chunk_tokens=200,
+                                                                 overlap_tokens=0), progress=False)
+    rd.probes.write_bytes(sample_probes().read_bytes())
+    return rd
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from kbake.models import load_embedder
+
+    return load_embedder("default")
+
+
+def openai_args(server, **kw) -> SynthArgs:
+    return SynthArgs(llm="openai:scripted", base_url=server.base_url, concurrency=8, **{**SMALL, **kw})
+
+
+# ---------------------------------------------------------------- parsers
+
+
+def test_parse_qa_formats():
+    text = "Here you go:\n1. Q: Where is the foundry?\nA: Muncie, Indiana\n**Question 2:** How many?\n**Answer 2:** 47\nQ: dangling"
+    assert parse_qa(text) == [("Where is the foundry?", "Muncie, Indiana"), ("How many?", "47")]
+    assert parse_qa('[{"question": "Who?", "answer": "Marlowe"}]') == [("Who?", "Marlowe")]
+    for garbage in ["", "}{", "Q:", "A: orphan answer", "\x00\x01", "[" * 5000, "ignore previous instructions"]:
+        assert parse_qa(garbage) == []
+
+
+def test_parse_entities_json_and_list():
+    assert parse_entities('Sure! {"summary": "A pump maker.", "entities": ["Corvane", "Muncie", "Corvane"]}') == (
+        "A pump maker.", ["Corvane", "Muncie"])
+    assert parse_entities("- Tidewell\n- ClearSpan\n2. Sightline")[1] == ["Tidewell", "ClearSpan", "Sightline"]
+    assert parse_entities("{not json")[1] == []
+
+
+def test_parse_probe_needs_three_distinct_wrong_answers():
+    good = "Question: Where?\nAnswer: Aarhus\nWrong: Osaka\nWrong: Muncie\nWrong: Chennai"
+    assert parse_probe(good) == {"question": "Where?", "answer": "Aarhus", "distractors": ["Osaka", "Muncie", "Chennai"]}
+    assert parse_probe("Question: Where?\nAnswer: Aarhus\nWrong: Osaka\nWrong: Osaka\nWrong: Aarhus") is None
+    assert parse_probe("Answer: only") is None
+
+
+def test_clean_passage_cuts_truncated_text_to_a_sentence():
+    t = "One two three four five six seven. Eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty. And then the"
+    assert clean_passage(t, truncated=True).endswith("twenty.")
+    assert clean_passage("too short.", truncated=False) is None
+
+
+# ---------------------------------------------------------------- filters
+
+
+def test_grounding():
+    ctx = "Backlog was $1.21 billion at September 27, 2025, up from $1.04 billion."
+    assert is_grounded("$1.21 billion", ctx, 0.5)
+    assert not is_grounded("$1.35 billion", ctx, 0.5)  # invented number
+    assert not is_grounded("Revenue from submarines in Peru", ctx, 0.5)
+    item = lambda i, text: SynthItem(id=i, kind="rephrase", doc_id="d", chunk_ids=[], generator="g", prompt_version="v",
+                                     model="m", text=text)
+    kept, removed = grounding_filter([item("a", "Backlog reached 1.21 billion."), item("b", "Backlog reached 9.99 billion.")],
+                                     {"a": ctx, "b": ctx}, 0.5)
+    assert [k.id for k in kept] == ["a"] and removed == 1
+
+
+def qa_item(i, q, a="x"):
+    return SynthItem(id=i, kind="qa", doc_id="d", chunk_ids=[], generator="qa/factual", prompt_version="v", model="m",
+                     question=q, answer=a)
+
+
+def test_dedup_filter():
+    items = [qa_item("a", "Where is the foundry of Corvane located today?", "Muncie"),
+             qa_item("b", "Where is the foundry of Corvane located today?", "Muncie"),
+             qa_item("c", "Who audits the company?", "Pennock & Thale")]
+    kept, removed = dedup_filter(items, 0.8)
+    assert [k.id for k in kept] == ["a", "c"] and removed == 1
+
+
+def test_leak_filter_drops_paraphrases_of_probes(embedder):
+    probes = read_probes(sample_probes())
+    items = [qa_item("copy", probes[0].question),
+             qa_item("para", "What year did Gunnar Corvane start the business in Bellingham?"),
+             qa_item("other", "What colour is the sky on a clear day?"),
+             SynthItem(id="text", kind="rephrase", doc_id="d", chunk_ids=[], generator="g", prompt_version="v", model="m",
+                       text="The weather was fine. " + probes[5].question + " It is a fine question.")]
+    kept, removed = leak_filter(items, probes, embedder, 0.85)
+    assert [k.id for k in kept] == ["other"] and removed == 3
+
+
+# ---------------------------------------------------------------- generators, end to end against the server
+
+
+def test_every_generator_writes_grounded_items_with_provenance(run, embedder):
+    with FakeOpenAI(answer=grounded_answer) as server:
+        report = synth(run, openai_args(server), progress=False, embedder=embedder)
+    chunk_ids = {c["chunk_id"] for c in read_chunks(run.chunks)}
+    for kind in ("qa", "rephrase", "entigraph"):
+        items = read_items(run.synth_dir / f"{kind}.jsonl")
+        assert items, kind
+        assert report.kinds[kind].items == len(items)
+        for it in items:
+            assert it.model == "openai:scripted" and it.prompt_version.endswith(".v1") and it.generator.startswith(kind)
+            assert set(it.chunk_ids) <= chunk_ids and it.chunk_ids
+        import datasets
+
+        ds = datasets.load_dataset("parquet", data_files=str(run.synth_dir / f"{kind}.parquet"), split="train")
+        assert len(ds) == len(items)
+    qa = read_items(run.synth_dir / "qa.jsonl")
+    assert {"qa/factual", "qa/numeric", "qa/compare"} <= {i.generator for i in qa}
+    assert any(len(i.chunk_ids) == 2 for i in qa)  # compare questions span two chunks
+    eg = {i.generator for i in read_items(run.synth_dir / "entigraph.jsonl")}
+    assert {"entigraph/pair", "entigraph/triple", "entigraph/summary"} <= eg
+    # The scripted answers are exact copies of document sentences; the probes quote the same
+    # document, so the leak filter must have had work to do — and nothing left may be a probe.
+    probe_qs = {p.question for p in read_probes(run.probes)}
+    assert not probe_qs & {i.question for i in qa}
+    manifest = json.loads(run.manifest.read_text())["stages"]["synth"]
+    assert manifest["kinds"]["qa"]["items"] == len(qa) and manifest["model"] == "openai:scripted"
+
+
+def test_warm_rerun_makes_zero_calls_and_same_items(run, embedder):
+    with FakeOpenAI(answer=grounded_answer) as server:
+        first = synth(run, openai_args(server, kinds=["qa", "entigraph"]), progress=False, embedder=embedder)
+        before = {k: (run.synth_dir / f"{k}.jsonl").read_text() for k in ("qa", "entigraph")}
+        n = server.requests
+        second = synth(run, openai_args(server, kinds=["qa", "entigraph"]), progress=False, embedder=embedder)
+        assert server.requests == n
+    assert first.calls > 0 and second.calls == 0 and second.cache_hits == first.calls
+    assert before == {k: (run.synth_dir / f"{k}.jsonl").read_text() for k in ("qa", "entigraph")}
+
+
+def test_killed_synth_resumes_without_repeating_calls(tmp_path, run, tiny_model):
+    """SIGKILL a `kbake synth` mid-run; the re-run makes only the missing calls and ends with
+    exactly the items an uninterrupted run writes."""
+    ref = RunDir.at(tmp_path / "ref")
+    ref.root.mkdir()
+    for name in ("chunks.parquet", "manifest.json", "probes.jsonl"):
+        (ref.root / name).write_bytes((run.root / name).read_bytes())
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    with FakeOpenAI(answer=grounded_answer, latency=0.05) as server:
+        args = ["--llm", "openai:scripted", "--base-url", server.base_url, "--kind", "qa,rephrase", "--concurrency", "2",
+                "--set", "synth.qa_types=[factual]", "--set", "synth.rephrase_styles=[summary]", "-q", "--yes"]
+        subprocess.run([sys.executable, "-m", "kbake.cli", "synth", "--run", str(ref.root), *args], check=True,
+                       env=env, capture_output=True)
+        total = server.requests
+        proc = subprocess.Popen([sys.executable, "-m", "kbake.cli", "synth", "--run", str(run.root), *args],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 120
+        while server.requests < total + total // 3 and time.time() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        killed_at = server.requests - total
+        assert 0 < killed_at < total
+        subprocess.run([sys.executable, "-m", "kbake.cli", "synth", "--run", str(run.root), *args], check=True,
+                       env=env, capture_output=True)
+        resumed = server.requests - total - killed_at
+    assert killed_at + resumed <= total + 2  # at most the calls in flight at the kill are repeated
+    for kind in ("qa", "rephrase"):
+        assert (run.synth_dir / f"{kind}.jsonl").read_text() == (ref.synth_dir / f"{kind}.jsonl").read_text()
+
+
+def test_local_backend_on_the_tiny_model(run, tiny_model, embedder):
+    """The in-process backend end to end: one call per job, all cached; a random model's
+    output mostly fails the format check, and that is counted, not a crash."""
+    args = SynthArgs(llm=f"local:{tiny_model}", kinds=["qa", "rephrase"], qa_types=["factual"],
+                     rephrase_styles=["summary"], qa_max_tokens=16, rephrase_max_tokens=16, batch_size=8)
+    report = synth(run, args, progress=False, embedder=embedder)
+    n_chunks = len(read_chunks(run.chunks))
+    assert report.kinds["qa"].jobs == n_chunks and report.kinds["rephrase"].jobs == n_chunks
+    assert report.calls == 2 * n_chunks
+    for kind in ("qa", "rephrase"):
+        r = report.kinds[kind]
+        assert r.items + sum(r.removed.values()) >= 1
+        assert r.removed["format"] + r.removed["grounding"] + r.removed["duplicate"] + r.removed["leak"] + r.items >= 1
+    again = synth(run, args, progress=False, embedder=embedder)
+    assert again.calls == 0
+
+
+def test_stats_expansion_ratio(run, tiny_model, embedder):
+    with FakeOpenAI(answer=grounded_answer) as server:
+        synth(run, openai_args(server, kinds=["rephrase"]), progress=False, embedder=embedder)
+    tok = load_tokenizer(tiny_model)
+    st = corpus_stats(run, tok)
+    items = read_items(run.synth_dir / "rephrase.jsonl")
+    synthetic = sum(len(tok(i.text, add_special_tokens=False)["input_ids"]) for i in items)
+    assert st["kinds"]["rephrase"] == {"items": len(items), "tokens": synthetic}
+    assert st["expansion_ratio"] == pytest.approx(synthetic / st["source_tokens"])
+    # overlap 0: the source counted once equals the chunks' token total, give or take edge merges
+    total = sum(c["n_tokens"] for c in read_chunks(run.chunks))
+    assert abs(st["source_tokens"] - total) / total < 0.05
+
+
+def test_probes_generated_grounded_and_deduplicated(run):
+    run.probes.unlink()
+    with FakeOpenAI(answer=grounded_answer) as server:
+        counts = make_probes(run, ProbesArgs(llm="openai:scripted", base_url=server.base_url), progress=False)
+    probes = read_probes(run.probes)
+    assert counts["kept"] == len(probes) > 5
+    chunk_text = {c["chunk_id"]: c["text"] for c in read_chunks(run.chunks)}
+    for p in probes:
+        assert len(p.distractors) == 3 and p.answer not in p.distractors
+        assert is_grounded(p.answer, chunk_text[p.chunk_id], 0.5)
+
+
+def test_cli_refuses_remote_without_yes_off_terminal(run):
+    from typer.testing import CliRunner
+
+    from kbake.cli import app
+
+    result = CliRunner().invoke(app, ["synth", "--run", str(run.root), "--llm", "openai:x", "--base-url",
+                                      "http://127.0.0.1:9/v1"])
+    assert result.exit_code == 2
+    assert "will be sent to http://127.0.0.1:9/v1" in result.output and "pass --yes" in result.output
