@@ -210,6 +210,67 @@ def probes(
 
 
 @app.command()
+def train(
+    run: Path = typer.Option(..., "--run", "-r", help=RUN_HELP),
+    method: Optional[str] = typer.Option(None, help="full | lora | memory."),
+    name: Optional[str] = typer.Option(None, help="Folder under RUN/train/ (default: the method)."),
+    data: Optional[str] = typer.Option(None, help="Comma-separated corpora: qa,rephrase,entigraph,raw."),
+    base_model: Optional[str] = typer.Option(None, help="'default', a HF id or a folder."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from the last checkpoint of RUN/train/NAME."),
+    recipe: Optional[Path] = typer.Option(None, "--recipe", help=RECIPE_HELP),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+):
+    """Train the synthetic corpus into a model: RUN/train/NAME/ (model, metrics.jsonl, trainer_state.json).
+
+    full: all weights; lora: peft adapters; memory: a product-key memory layer with sparse
+    memory finetuning. One loop for all: packing, replay of general text, gradient
+    accumulation, warm-up + cosine LR, eval loss, checkpoints (--resume). Runs unchanged
+    under `accelerate launch` (DDP/FSDP).
+    """
+    from kbake.run import RunDir
+    from kbake.train import TrainError
+    from kbake.train import train as run_train
+
+    flags = {"train.method": method, "train.base_model": base_model}
+    if data:
+        flags["train.data"] = [d.strip() for d in data.split(",") if d.strip()]
+    cfg = _recipe(recipe, set_, flags)
+    try:
+        state = run_train(RunDir.at(run), cfg, name=name, resume=resume, progress=not quiet)
+    except (TrainError, FileNotFoundError, ValueError) as e:
+        _fail(str(e).splitlines()[0])
+    if state:
+        typer.echo(f"trained {state['method']} '{state['name']}': {state['global_step']} steps, "
+                   f"{state['tokens_seen']:,} tokens in {state['train_seconds']:.0f}s, final loss {state['final_loss']:.3f}"
+                   + (f", eval loss {state['eval_loss']:.3f}" if state["eval_loss"] is not None else "")
+                   + f"; trainable {state['trainable_params']:,} of {state['total_params']:,} parameters")
+
+
+@app.command()
+def export(
+    run: Path = typer.Option(..., "--run", "-r", help=RUN_HELP),
+    name: str = typer.Option(..., help="The trained model under RUN/train/."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for the standalone model."),
+    merge: bool = typer.Option(False, "--merge", help="Merge a LoRA adapter into the base weights (a plain HF model folder)."),
+):
+    """Copy a trained model out of the run folder; with --merge, as a standalone Hugging Face model."""
+    import shutil
+
+    from kbake.models.trained import export_merged
+    from kbake.run import RunDir
+
+    src = RunDir.at(run).train_dir / name
+    if not (src / "model").exists():
+        _fail(f"{src}/model: no trained model named {name!r}")
+    try:
+        path = export_merged(src, out) if merge else Path(shutil.copytree(src / "model", out))
+    except (ValueError, FileExistsError) as e:
+        _fail(str(e))
+    typer.echo(f"wrote {path}")
+
+
+@app.command()
 def demo(
     run: Path = typer.Option(Path("runs/demo"), "--run", "-r", help=RUN_HELP),
     recipe: Optional[Path] = typer.Option(None, "--recipe", help=RECIPE_HELP),

@@ -114,6 +114,87 @@ class ProbesArgs(LLMArgs):
     """Share of the correct answer's content words that must appear in the chunk."""
 
 
+class TrainArgs(StageArgs):
+    """Options of `kbake train`: one shared loop for full, LoRA and memory finetuning."""
+
+    method: Literal["full", "lora", "memory"] = "lora"
+    """full: all weights; lora: peft LoRA adapters; memory: product-key memory + sparse memory finetuning."""
+    base_model: str = "default"
+    """Model to train: 'default' (embedded SmolLM2-135M-Instruct), a HF id or a folder."""
+    data: list[str] = ["qa", "entigraph"]
+    """Corpora to train on: synth kinds (qa, rephrase, entigraph) and/or 'raw' (the chunks themselves)."""
+    data_weights: dict[str, float] = {}
+    """Repeat factor per corpus (2.0 = each item twice, 0.5 = a random half); default 1.0."""
+    replay_ratio: float = Field(0.1, ge=0.0, lt=1.0)
+    """Share of training tokens drawn from general text (the shipped Wikipedia set) against forgetting."""
+    block_size: int = Field(256, ge=16, le=32768)
+    """Tokens per packed training block."""
+    batch_size: int = Field(8, ge=1)
+    """Blocks per micro-batch (per device)."""
+    grad_accum: int = Field(1, ge=1)
+    """Micro-batches per optimizer step."""
+    epochs: float = Field(2.0, gt=0)
+    """Passes over the training blocks (fractions allowed)."""
+    max_steps: int | None = Field(None, ge=1)
+    """Stop after this many optimizer steps (overrides epochs)."""
+    lr: float = Field(2e-4, gt=0)
+    """Peak learning rate."""
+    lr_schedule: Literal["cosine", "constant"] = "cosine"
+    """Decay after warm-up: cosine to zero, or constant."""
+    warmup_ratio: float = Field(0.05, ge=0.0, lt=1.0)
+    """Share of steps with linear warm-up."""
+    weight_decay: float = Field(0.0, ge=0.0)
+    """AdamW weight decay."""
+    max_grad_norm: float = Field(1.0, gt=0)
+    """Gradient clipping norm."""
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
+    """auto: bf16 on a GPU that supports it, fp16 on other GPUs, fp32 on CPU."""
+    eval_fraction: float = Field(0.05, ge=0.0, lt=0.5)
+    """Share of blocks held out for the periodic eval loss."""
+    eval_every: int = Field(50, ge=1)
+    """Optimizer steps between eval-loss measurements."""
+    save_every: int = Field(50, ge=1)
+    """Optimizer steps between checkpoints (resume with --resume)."""
+    keep_checkpoints: int = Field(1, ge=1)
+    """Checkpoints kept on disk (oldest deleted first)."""
+    freeze_embeddings: bool = False
+    """full: keep the token embeddings (and a tied output head) frozen."""
+    lora_r: int = Field(16, ge=1)
+    """LoRA rank."""
+    lora_alpha: float = Field(32, gt=0)
+    """LoRA scaling alpha."""
+    lora_dropout: float = Field(0.05, ge=0.0, lt=1.0)
+    """LoRA dropout."""
+    lora_targets: str | list[str] = "all-linear"
+    """LoRA target modules: 'all-linear' or a list of module names."""
+    memory_layers: list[int] = [-1]
+    """Decoder layers that get a memory branch; [-1] means the middle layer."""
+    memory_slots: int = Field(16384, ge=4)
+    """Memory slots N (a perfect square)."""
+    memory_k: int = Field(32, ge=1)
+    """Slots read per token."""
+    memory_key_dim: int = Field(128, ge=2)
+    """Query/key width of the memory."""
+    memory_gated: bool = True
+    """Gate the memory read-out with silu(W_g x)."""
+    memory_top_t: int = Field(1024, ge=1)
+    """Sparse memory finetuning: train only the t slots per memory with the highest TF-IDF."""
+    memory_background_batches: int = Field(32, ge=1)
+    """General-text batches used as the background for the TF-IDF slot ranking."""
+
+    @model_validator(mode="after")
+    def _check(self) -> "TrainArgs":
+        import math
+
+        if math.isqrt(self.memory_slots) ** 2 != self.memory_slots:
+            raise ValueError(f"memory_slots must be a perfect square, got {self.memory_slots}")
+        known = {"qa", "rephrase", "entigraph", "raw"}
+        bad = [d for d in [*self.data, *self.data_weights] if d not in known]
+        if bad:
+            raise ValueError(f"unknown corpus {bad[0]!r}; allowed: {', '.join(sorted(known))}")
+        return self
+
+
 class Recipe(StageArgs):
     """A whole recipe: shared options plus one section per stage."""
 
@@ -125,6 +206,8 @@ class Recipe(StageArgs):
     """Options of `kbake probes`."""
     synth: SynthArgs = Field(default_factory=SynthArgs)
     """Options of `kbake synth`."""
+    train: TrainArgs = Field(default_factory=TrainArgs)
+    """Options of `kbake train`."""
 
 
 def _format_error(err: ValidationError, source: str) -> str:

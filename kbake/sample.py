@@ -1,10 +1,15 @@
-"""The shipped sample: a fictional company's 10-K and its hand-written probes."""
+"""The shipped data: a fictional company's 10-K with hand-written probes, and the general
+set (Wikipedia paragraphs, HotpotQA questions) for replay and for measuring forgetting."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 SAMPLE_NAME = "corvane-10k"
+# Paragraphs [0, REPLAY_END) may be replayed in training; the rest are only ever evaluated,
+# so forgetting is never measured on text the model was trained on.
+REPLAY_END = 500
 
 
 def sample_dir() -> Path:
@@ -21,5 +26,20 @@ def sample_probes() -> Path:
 
 
 def general_dir() -> Path:
-    """The general-knowledge set (Wikipedia paragraphs, HotpotQA questions) for forgetting and replay."""
     return Path(__file__).resolve().parent / "data" / "general"
+
+
+def general_paragraphs(split: str) -> list[str]:
+    """'replay' (may be trained on) or 'eval' (held out for forgetting) general paragraphs."""
+    rows = [json.loads(l) for l in (general_dir() / "paragraphs.jsonl").open(encoding="utf-8")]
+    texts = [r["text"] for r in rows]
+    if split == "replay":
+        return texts[:REPLAY_END]
+    if split == "eval":
+        return texts[REPLAY_END:]
+    raise ValueError(f"split must be 'replay' or 'eval', got {split!r}")
+
+
+def general_questions() -> list[dict]:
+    """HotpotQA questions {id, question, answer, titles} for general short-answer F1."""
+    return [json.loads(l) for l in (general_dir() / "questions.jsonl").open(encoding="utf-8")]

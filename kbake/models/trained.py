@@ -1,0 +1,56 @@
+"""Load what `kbake train` wrote, whatever the method: `R/train/<name>/model/`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+TRAINED_META = "kbake_model.json"
+
+
+def write_meta(folder: Path, method: str, base_model: str) -> None:
+    (Path(folder) / TRAINED_META).write_text(json.dumps({"method": method, "base_model": base_model}, indent=2))
+
+
+def load_trained(folder: str | Path, *, dtype=None, device: str | None = None):
+    """(model, tokenizer) from a trained folder (full weights, a LoRA adapter, or a memory),
+    in eval mode. A plain model folder or HF id without kbake metadata loads as is."""
+    from kbake.models.loading import load_causal_lm, load_tokenizer
+
+    folder = Path(folder)
+    if (folder / "model" / TRAINED_META).exists():
+        folder = folder / "model"
+    meta_path = folder / TRAINED_META
+    if not meta_path.exists():
+        return load_causal_lm(str(folder), dtype=dtype, device=device)
+    meta = json.loads(meta_path.read_text())
+    method, base = meta["method"], meta["base_model"]
+    if method == "full":
+        return load_causal_lm(str(folder), dtype=dtype, device=device)
+    model, _ = load_causal_lm(base, dtype=dtype, device=device)
+    tok = load_tokenizer(str(folder))
+    if method == "lora":
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, str(folder))
+    elif method == "memory":
+        from kbake.models.memory import load_memory
+
+        load_memory(model, folder)
+    else:
+        raise ValueError(f"{meta_path}: unknown method {method!r}")
+    model.eval()
+    return model, tok
+
+
+def export_merged(folder: str | Path, out: str | Path) -> Path:
+    """A standalone model folder: LoRA merged into the base weights (full: copied as is)."""
+    model, tok = load_trained(folder)
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()
+    if hasattr(model, "kbake_memory"):
+        raise ValueError("a memory-augmented model cannot be merged into plain weights; load it with kbake")
+    out = Path(out)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out

@@ -1,0 +1,129 @@
+"""Training data: corpora from the run folder, chat-templated QA with loss on the answer
+only, a replay mix of general text, all packed into fixed-length blocks.
+
+Packing concatenates examples, each ended by the EOS token, and cuts the stream into
+`block_size` blocks, so no position is padding (the last partial block is dropped).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import torch
+
+from kbake.config import TrainArgs
+from kbake.run import RunDir, read_chunks, read_items
+from kbake.sample import general_paragraphs
+
+IGNORE = -100
+
+
+@dataclass
+class Example:
+    ids: list[int]
+    labels: list[int]
+    source: str
+
+
+def qa_example(tok, question: str, answer: str) -> Example:
+    """Chat-templated prompt/answer; the prompt's labels are IGNORE, so only the answer is learnt."""
+    prompt = tok.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True, tokenize=False)
+    full = tok.apply_chat_template([{"role": "user", "content": question}, {"role": "assistant", "content": answer}],
+                                   tokenize=False)
+    p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
+    f_ids = tok(full, add_special_tokens=False)["input_ids"]
+    if f_ids[: len(p_ids)] != p_ids:  # a template that re-renders the prompt differently
+        f_ids = p_ids + tok(full[len(prompt):], add_special_tokens=False)["input_ids"]
+    if not f_ids or f_ids[-1] != tok.eos_token_id:
+        f_ids = f_ids + [tok.eos_token_id]
+    return Example(f_ids, [IGNORE] * len(p_ids) + f_ids[len(p_ids):], "qa")
+
+
+def text_example(tok, text: str, source: str) -> Example:
+    ids = tok(text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    return Example(ids, list(ids), source)
+
+
+def _weighted(items: list, weight: float, rng: random.Random) -> list:
+    whole, frac = int(weight), weight - int(weight)
+    out = items * whole
+    if frac > 0:
+        out += rng.sample(items, round(frac * len(items)))
+    return out
+
+
+def load_examples(run: RunDir, args: TrainArgs, tok, seed: int) -> list[Example]:
+    """The new-knowledge examples named by `args.data`, weighted; raises with a clear message
+    when a corpus is missing or empty."""
+    rng = random.Random(seed)
+    out: list[Example] = []
+    for name in args.data:
+        w = args.data_weights.get(name, 1.0)
+        if name == "raw":
+            chunks = read_chunks(run.chunks)
+            got = [text_example(tok, c["text"], "raw") for c in chunks]
+        else:
+            path = run.synth_dir / f"{name}.jsonl"
+            if not path.exists():
+                raise FileNotFoundError(f"{path}: no {name} corpus; run `kbake synth --run {run.root} --kind {name}` first")
+            items = read_items(path)
+            got = [qa_example(tok, it.question, it.answer) if it.question is not None
+                   else text_example(tok, it.text, name) for it in items]
+        if not got:
+            raise ValueError(f"corpus {name!r} in {run.root} is empty: nothing to train on")
+        out += _weighted(got, w, rng)
+    return out
+
+
+def replay_examples(tok, n_new_tokens: int, ratio: float, seed: int) -> list[Example]:
+    """General paragraphs totalling ratio/(1-ratio) × the new tokens: `ratio` of the mix."""
+    if ratio <= 0:
+        return []
+    want = int(n_new_tokens * ratio / (1 - ratio))
+    paras = general_paragraphs("replay")
+    order = list(range(len(paras)))
+    random.Random(seed).shuffle(order)
+    out, total, k = [], 0, 0
+    while total < want:
+        ex = text_example(tok, paras[order[k % len(order)]], "replay")
+        out.append(ex)
+        total += len(ex.ids)
+        k += 1
+    return out
+
+
+def pack_blocks(examples: list[Example], block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Concatenate examples (each ends with EOS) and cut into [n_blocks, block_size] ids and
+    labels. A block's first label is ignored when it continues an example's prompt."""
+    ids = [t for e in examples for t in e.ids]
+    labels = [t for e in examples for t in e.labels]
+    n = len(ids) // block_size
+    if n == 0:
+        raise ValueError(f"only {len(ids)} tokens: not one block of {block_size}; lower train.block_size")
+    x = torch.tensor(ids[: n * block_size]).view(n, block_size)
+    y = torch.tensor(labels[: n * block_size]).view(n, block_size)
+    return x, y
+
+
+@dataclass
+class Blocks:
+    train_ids: torch.Tensor
+    train_labels: torch.Tensor
+    eval_ids: torch.Tensor
+    eval_labels: torch.Tensor
+    new_tokens: int
+    replay_tokens: int
+
+
+def build_blocks(run: RunDir, args: TrainArgs, tok, seed: int) -> Blocks:
+    examples = load_examples(run, args, tok, seed)
+    new_tokens = sum(len(e.ids) for e in examples)
+    replay = replay_examples(tok, new_tokens, args.replay_ratio, seed)
+    mixed = examples + replay
+    random.Random(seed).shuffle(mixed)
+    x, y = pack_blocks(mixed, args.block_size)
+    n_eval = max(1, round(len(x) * args.eval_fraction)) if args.eval_fraction > 0 and len(x) > 1 else 0
+    perm = torch.randperm(len(x), generator=torch.Generator().manual_seed(seed))
+    ev, tr = perm[:n_eval], perm[n_eval:]
+    return Blocks(x[tr], y[tr], x[ev], y[ev], new_tokens, sum(len(e.ids) for e in replay))

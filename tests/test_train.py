@@ -1,0 +1,209 @@
+"""`kbake train` on the tiny model: packing, each method learns, LoRA and memory touch
+only their own weights, memory starts as a no-op and round-trips, resume, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from kbake.models import load_causal_lm, load_tokenizer
+from kbake.models.memory import MemoryConfig, add_memory, load_memory, save_memory, tfidf_slots
+from kbake.models.trained import export_merged, load_trained
+from kbake.run import RunDir
+from kbake.train import TrainError, train
+from kbake.train.data import IGNORE, build_blocks, pack_blocks, qa_example, text_example
+from kbake.train.loop import run_loop
+
+from trainfix import small_run, tiny_recipe
+
+
+@pytest.fixture
+def run(tmp_path, tiny_model):
+    return small_run(tmp_path / "run", tiny_model)
+
+
+def losses(path):
+    return [json.loads(l)["loss"] for l in open(path)]
+
+
+def state_of(model):
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+# ---------------------------------------------------------------- data
+
+
+def test_qa_example_trains_on_the_answer_only(tiny_model):
+    tok = load_tokenizer(tiny_model)
+    ex = qa_example(tok, "Where is the foundry?", "Muncie, Indiana")
+    answer_ids = [t for t, l in zip(ex.ids, ex.labels) if l != IGNORE]
+    assert tok.decode(answer_ids).strip().startswith("Muncie, Indiana")
+    assert ex.ids[-1] == tok.eos_token_id and ex.labels[-1] == tok.eos_token_id
+    assert ex.labels[0] == IGNORE
+
+
+def test_packing_has_no_padding_and_keeps_separators(tiny_model):
+    tok = load_tokenizer(tiny_model)
+    exs = [text_example(tok, f"Document number {i} about pumps and membranes.", "x") for i in range(40)]
+    x, y = pack_blocks(exs, 32)
+    assert x.shape[1] == 32
+    assert (x == tok.pad_token_id).sum() == 0  # pad id differs from EOS here: nothing is padding
+    stream = [t for e in exs for t in e.ids]
+    assert x.flatten().tolist() == stream[: x.numel()]
+    assert (x == tok.eos_token_id).sum() >= x.numel() // len(exs[0].ids) - 1
+
+
+def test_replay_mix_ratio(run, tiny_model):
+    tok = load_tokenizer(tiny_model)
+    r = tiny_recipe(tiny_model, "lora", replay_ratio=0.25)
+    b = build_blocks(run, r.train, tok, 0)
+    share = b.replay_tokens / (b.replay_tokens + b.new_tokens)
+    assert 0.24 < share < 0.30
+
+
+def test_missing_corpus_is_a_clear_error(run, tiny_model):
+    r = tiny_recipe(tiny_model, "lora", data=["rephrase"])
+    with pytest.raises(FileNotFoundError, match=r"no rephrase corpus; run `kbake synth"):
+        train(run, r, progress=False)
+
+
+# ---------------------------------------------------------------- methods
+
+
+@pytest.mark.parametrize("method", ["full", "lora", "memory"])
+def test_each_method_learns_and_loads_back(run, tiny_model, method):
+    r = tiny_recipe(tiny_model, method)
+    state = train(run, r, progress=False)
+    out = run.train_dir / method
+    ls = losses(out / "metrics.jsonl")
+    assert len(ls) == state["global_step"] >= 6
+    assert sum(ls[-3:]) / 3 < sum(ls[:3]) / 3 - 0.05, ls  # the loss really goes down
+    row = json.loads(open(out / "metrics.jsonl").readline())
+    assert {"loss", "lr", "tokens_per_s", "grad_norm"} <= set(row)
+    model, tok = load_trained(out)
+    x = torch.tensor([[1, 5, 9, 20, 33]])
+    with torch.no_grad():
+        trained_logits = model(input_ids=x).logits
+    base, _ = load_causal_lm(tiny_model)
+    with torch.no_grad():
+        assert not torch.allclose(trained_logits, base(input_ids=x).logits)
+    assert json.loads((out / "provenance.json").read_text())["seed"] == 0
+    assert state["trainable_params"] < state["total_params"] or method == "full"
+
+
+@pytest.mark.parametrize("method", ["lora", "memory"])
+def test_adapter_methods_leave_base_weights_bit_identical(run, tiny_model, method, monkeypatch):
+    import kbake.train as tr
+
+    captured = {}
+    real = tr.run_loop
+
+    def spy(model, *a, **kw):
+        before = {k: v.detach().clone() for k, v in model.named_parameters() if not v.requires_grad}
+        res = real(model, *a, **kw)
+        captured["changed"] = [k for k, v in model.named_parameters() if k in before and not torch.equal(v, before[k])]
+        captured["n_frozen"] = len(before)
+        if method == "memory":
+            for name, mem in model.kbake_memory.items():
+                nonzero = (mem.values.detach().abs().sum(dim=1) > 0).sum().item()
+                captured["rows"] = (nonzero, model.kbake_trainable_slots[name])
+        return res
+
+    monkeypatch.setattr(tr, "run_loop", spy)
+    train(run, tiny_recipe(tiny_model, method), progress=False)
+    assert captured["n_frozen"] > 10 and captured["changed"] == []
+    if method == "memory":
+        nonzero, allowed = captured["rows"]
+        assert 0 < nonzero <= allowed  # only the TF-IDF-selected value rows moved
+
+
+def test_memory_is_a_no_op_at_init_and_round_trips(tiny_model, tmp_path):
+    base, _ = load_causal_lm(tiny_model)
+    x = torch.randint(0, 200, (2, 12))
+    with torch.no_grad():
+        ref = base(input_ids=x).logits.clone()
+    model, _ = load_causal_lm(tiny_model)
+    mems = add_memory(model, MemoryConfig(layers=[0, 1], slots=64, k=4, key_dim=8))
+    with torch.no_grad():
+        assert torch.equal(model(input_ids=x).logits, ref)
+        for m in mems.values():
+            m.values.normal_()
+        changed = model(input_ids=x).logits.clone()
+    assert not torch.allclose(changed, ref)
+    save_memory(model, tmp_path / "mem", tiny_model)
+    again, _ = load_causal_lm(tiny_model)
+    load_memory(again, tmp_path / "mem")
+    with torch.no_grad():
+        assert torch.equal(again(input_ids=x).logits, changed)
+
+
+def test_tfidf_prefers_slots_the_new_data_reads_and_general_text_does_not():
+    new = torch.zeros(4, 1, 10, dtype=torch.long)
+    new[:, 0, 2] = 5  # read by the new data and by all background text
+    new[:, 0, 7] = 3  # read by the new data only
+    new[:, 0, 4] = 1
+    bg = torch.zeros(8, 1, 10, dtype=torch.long)
+    bg[:, 0, 2] = 9
+    mask = tfidf_slots(new, bg, top_t=2)
+    assert mask[0].nonzero().flatten().tolist() == [4, 7]
+
+
+# ---------------------------------------------------------------- the loop
+
+
+def test_resume_matches_an_uninterrupted_run(run, tiny_model, tmp_path):
+    tok = load_tokenizer(tiny_model)
+    args = tiny_recipe(tiny_model, "full", max_steps=8, save_every=4, lr_schedule="cosine", warmup_ratio=0.2).train
+    b = build_blocks(run, args, tok, 0)
+
+    def fresh():
+        m, _ = load_causal_lm(tiny_model)
+        m.train()
+        return m
+
+    whole = fresh()
+    run_loop(whole, b.train_ids, b.train_labels, b.eval_ids, b.eval_labels, args, tmp_path / "a", seed=0, progress=False)
+
+    calls = {"n": 0}
+
+    def die_at_step_6(model):
+        calls["n"] += 1
+        if calls["n"] == 6:
+            raise KeyboardInterrupt("killed")
+
+    with pytest.raises(KeyboardInterrupt):
+        run_loop(fresh(), b.train_ids, b.train_labels, b.eval_ids, b.eval_labels, args, tmp_path / "b", seed=0,
+                 grad_hook=die_at_step_6, progress=False)
+    assert [p.name for p in (tmp_path / "b" / "checkpoints").iterdir()] == ["step-4"]
+    resumed = fresh()
+    res = run_loop(resumed, b.train_ids, b.train_labels, b.eval_ids, b.eval_labels, args, tmp_path / "b", seed=0,
+                   resume=True, progress=False)
+    assert res.resumed_from == 4 and res.steps == 8
+    for (k, v), (_, w) in zip(whole.state_dict().items(), resumed.state_dict().items()):
+        assert torch.allclose(v, w, atol=1e-5), k
+    assert [json.loads(l)["step"] for l in open(tmp_path / "b" / "metrics.jsonl")] == list(range(1, 9))
+    assert losses(tmp_path / "b" / "metrics.jsonl") == pytest.approx(losses(tmp_path / "a" / "metrics.jsonl"), abs=1e-4)
+
+
+def test_model_too_big_is_refused_before_training(run, tmp_path):
+    from transformers import LlamaConfig
+
+    big = tmp_path / "big"
+    LlamaConfig(vocab_size=128000, hidden_size=16384, intermediate_size=53248, num_hidden_layers=126,
+                num_attention_heads=128, num_key_value_heads=8).save_pretrained(big)
+    r = tiny_recipe(str(big), "full")
+    with pytest.raises(TrainError, match=r"needs about .* GiB .* more than the"):
+        train(run, r, progress=False)
+
+
+def test_export_merge_equals_adapter(run, tiny_model, tmp_path):
+    train(run, tiny_recipe(tiny_model, "lora", epochs=1), progress=False)
+    adapter, _ = load_trained(run.train_dir / "lora")
+    merged_dir = export_merged(run.train_dir / "lora", tmp_path / "merged")
+    merged, _ = load_causal_lm(str(merged_dir))
+    x = torch.randint(0, 200, (1, 10))
+    with torch.no_grad():
+        assert torch.allclose(adapter(input_ids=x).logits, merged(input_ids=x).logits, atol=1e-4)
+    assert not (merged_dir / "adapter_config.json").exists()
