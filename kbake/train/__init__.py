@@ -60,18 +60,16 @@ def check_fits(base_model: str, args: TrainArgs) -> None:
 def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool = False,
           progress: bool = True) -> dict:
     """Train `recipe.train.method` on the run's corpora into `RUN/train/<name>/`."""
-    from accelerate import Accelerator
-
     from kbake.models import load_causal_lm
     from kbake.models.trained import write_meta
     from kbake.sample import general_paragraphs
-    from kbake.train.loop import pick_precision
+    from kbake.train.loop import make_accelerator, pick_precision
 
     args = recipe.train
     seed = recipe.seed
     name = name or args.method
     out = run.train_dir / name
-    acc = Accelerator(gradient_accumulation_steps=args.grad_accum, mixed_precision=pick_precision(args.precision))
+    acc = make_accelerator(args)
     if out.exists() and (out / "model").exists() and not resume:
         raise TrainError(f"{out} already holds a trained model; pick another --name or delete it")
     check_fits(args.base_model, args)
@@ -99,6 +97,8 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
                       seed=seed, resume=resume, grad_hook=grad_hook, progress=progress, accelerator=acc)
     seconds = time.perf_counter() - t0
     acc.wait_for_everyone()
+    # Collective under FSDP (every rank gathers its shards); a plain state_dict otherwise.
+    full_state = acc.get_state_dict(model) if args.method == "full" else None
     state = {}
     if acc.is_main_process:
         final = out / "model"
@@ -106,8 +106,10 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
         plain = acc.unwrap_model(model)
         if args.method == "memory":
             memory.save(plain, final, tok, args.base_model)
+        elif args.method == "full":
+            full.save(plain, final, tok, state_dict=full_state)
         else:
-            METHODS[args.method].save(plain, final, tok)
+            lora.save(plain, final, tok)
         write_meta(final, args.method, args.base_model)
         state = {
             "method": args.method, "name": name, "global_step": result.steps, "train_seconds": round(seconds, 2),

@@ -16,6 +16,6 @@ def prepare(model, args: TrainArgs, **_):
     return model, None
 
 
-def save(model, folder: Path, tok) -> None:
-    model.save_pretrained(folder)
+def save(model, folder: Path, tok, state_dict=None) -> None:
+    model.save_pretrained(folder, state_dict=state_dict)
     tok.save_pretrained(folder)

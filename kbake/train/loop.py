@@ -43,6 +43,16 @@ def pick_precision(requested: str) -> str:
     return requested
 
 
+def make_accelerator(args: TrainArgs):
+    """The Accelerator of a run. Without a GPU it is told so, which makes several processes
+    started by torchrun (or mpirun) one gloo group: DDP on CPUs with no code change."""
+    from accelerate import Accelerator
+
+    has_gpu = torch.cuda.is_available() or (hasattr(torch.backends, "mps") and torch.backends.mps.is_available())
+    return Accelerator(gradient_accumulation_steps=args.grad_accum, mixed_precision=pick_precision(args.precision),
+                       cpu=not has_gpu)
+
+
 def lr_lambda(args: TrainArgs, total: int) -> Callable[[int], float]:
     warm = int(total * args.warmup_ratio)
 
@@ -68,12 +78,10 @@ def run_loop(model, ids: torch.Tensor, labels: torch.Tensor, eval_ids: torch.Ten
              accelerator=None) -> LoopResult:
     """Train the parameters of `model` that require grad on the packed blocks.
     `grad_hook(model)` runs after backward, before clipping (sparse memory finetuning masks there)."""
-    from accelerate import Accelerator
     from accelerate.utils import set_seed
     from tqdm import tqdm
 
-    acc = accelerator or Accelerator(gradient_accumulation_steps=args.grad_accum,
-                                     mixed_precision=pick_precision(args.precision))
+    acc = accelerator or make_accelerator(args)
     set_seed(seed)
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
