@@ -270,6 +270,72 @@ def export(
     typer.echo(f"wrote {path}")
 
 
+@app.command("eval")
+def eval_(
+    run: Path = typer.Option(..., "--run", "-r", help=RUN_HELP),
+    models: Optional[str] = typer.Option(None, help="Comma-separated trained models under RUN/train/ (default: all)."),
+    rag_k: Optional[int] = typer.Option(None, help="Chunks retrieved for RAG."),
+    recipe: Optional[Path] = typer.Option(None, "--recipe", help=RECIPE_HELP),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+):
+    """Measure learning, forgetting and RAG for the base model and every trained model.
+
+    Writes RUN/eval/metrics.json, report.md, report.html (self-contained) and the plots,
+    and prints the results table.
+    """
+    from kbake.eval import evaluate
+    from kbake.run import RunDir
+
+    flags = {"eval.rag_k": rag_k}
+    if models:
+        flags["eval.models"] = [m.strip() for m in models.split(",") if m.strip()]
+    cfg = _recipe(recipe, set_, flags)
+    rd = RunDir.at(run)
+    try:
+        metrics = evaluate(rd, cfg, progress=not quiet)
+    except (FileNotFoundError, ValueError) as e:
+        _fail(str(e).splitlines()[0])
+    save_resolved(cfg, rd.config_path("eval"))
+    print_results(metrics)
+    typer.echo(f"report: {rd.eval_dir / 'report.html'}")
+
+
+def print_results(metrics: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from kbake.eval.report import COLUMNS, table_rows, verdicts
+
+    table = Table(title="kbake results")
+    for c in COLUMNS:
+        table.add_column(c, justify="left" if c in ("model", "method") else "right")
+    for row in table_rows(metrics):
+        table.add_row(*row)
+    console = Console()
+    console.print(table)
+    for v in verdicts(metrics):
+        console.print("- " + v.replace("**", ""))
+
+
+@app.command()
+def report(
+    runs: List[Path] = typer.Argument(..., help="Run folders that have been evaluated."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Also write the comparison as Markdown here."),
+):
+    """Compare evaluated runs side by side (their results tables, one row per model)."""
+    from kbake.eval.report import compare_runs
+    from kbake.run import atomic_write_text
+
+    try:
+        md = compare_runs(runs)
+    except FileNotFoundError as e:
+        _fail(str(e))
+    typer.echo(md)
+    if out:
+        atomic_write_text(out, md + "\n")
+
+
 @app.command()
 def demo(
     run: Path = typer.Option(Path("runs/demo"), "--run", "-r", help=RUN_HELP),

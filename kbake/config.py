@@ -195,6 +195,31 @@ class TrainArgs(StageArgs):
         return self
 
 
+class EvalArgs(StageArgs):
+    """Options of `kbake eval`: learning (probes), forgetting (general text) and RAG."""
+
+    models: list[str] = []
+    """Trained models under RUN/train/ to evaluate; empty means all of them."""
+    base_model: str = "default"
+    """The base model everything is compared with (should be the one the checkpoints were trained from)."""
+    embedder: str = "default"
+    """Sentence-transformers model for the RAG index: 'default' (all-MiniLM-L6-v2), a HF id or a folder."""
+    rag_k: int = Field(3, ge=1, le=50)
+    """Chunks retrieved into the prompt for RAG."""
+    short_answers: bool = True
+    """Also generate short answers and score them by token F1 / exact match (slower than multiple choice)."""
+    short_answer_tokens: int = Field(24, ge=1)
+    """Longest generated short answer, in tokens."""
+    general_paragraphs: int = Field(100, ge=1)
+    """Held-out general paragraphs for perplexity and KL (never used for replay)."""
+    general_max_tokens: int = Field(128, ge=8)
+    """Tokens of each general paragraph scored."""
+    general_questions: int = Field(40, ge=0)
+    """General (HotpotQA) questions answered closed book for general short-answer F1; 0 to skip."""
+    batch_size: int = Field(8, ge=1)
+    """Sequences per forward pass / generate call."""
+
+
 class Recipe(StageArgs):
     """A whole recipe: shared options plus one section per stage."""
 
@@ -208,6 +233,8 @@ class Recipe(StageArgs):
     """Options of `kbake synth`."""
     train: TrainArgs = Field(default_factory=TrainArgs)
     """Options of `kbake train`."""
+    eval: EvalArgs = Field(default_factory=EvalArgs)
+    """Options of `kbake eval`."""
 
 
 def _format_error(err: ValidationError, source: str) -> str:

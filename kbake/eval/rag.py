@@ -1,0 +1,67 @@
+"""The RAG baseline: embed the run's chunks once, retrieve the top-k for a question, and
+put them in the prompt of the same model. The index is kept in RUN/eval/index/ and is
+rebuilt only when the chunks or the embedder change."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from kbake.run import RunDir, atomic_write_json, make_private_dir, read_chunks, sha256_file
+
+RAG_TEMPLATE = "Use the context to answer the question.\n\nContext:\n{context}\n\nQuestion: {question}"
+
+
+@dataclass
+class ChunkIndex:
+    chunk_ids: list[str]
+    texts: list[str]
+    vectors: np.ndarray  # [n, d], unit-normalised
+    embedder: object
+
+    def search(self, queries: list[str], k: int) -> list[list[int]]:
+        q = self.embedder.encode(queries, normalize_embeddings=True, convert_to_numpy=True, batch_size=64)
+        sims = q @ self.vectors.T
+        k = min(k, len(self.texts))
+        top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        return [list(row[np.argsort(-sims[i, row])]) for i, row in enumerate(top)]
+
+
+def load_index(run: RunDir, embedder_name: str, embedder=None) -> tuple[ChunkIndex, bool]:
+    """The run's chunk index and whether it was (re)built now."""
+    from kbake.models import load_embedder
+
+    embedder = embedder or load_embedder(embedder_name)
+    chunks = read_chunks(run.chunks)
+    folder = run.eval_dir / "index"
+    meta_path, vec_path = folder / "meta.json", folder / "embeddings.npy"
+    want = {"chunks_sha256": sha256_file(run.chunks), "embedder": embedder_name}
+    if meta_path.exists() and vec_path.exists() and json.loads(meta_path.read_text()) == want:
+        vectors = np.load(vec_path)
+        return ChunkIndex([c["chunk_id"] for c in chunks], [c["text"] for c in chunks], vectors, embedder), False
+    vectors = embedder.encode([c["text"] for c in chunks], normalize_embeddings=True, convert_to_numpy=True,
+                              batch_size=32).astype(np.float32)
+    make_private_dir(folder)
+    tmp = folder / ".embeddings.tmp.npy"
+    np.save(tmp, vectors)
+    tmp.replace(vec_path)
+    atomic_write_json(meta_path, want)
+    return ChunkIndex([c["chunk_id"] for c in chunks], [c["text"] for c in chunks], vectors, embedder), True
+
+
+def _norm(s: str) -> str:
+    return " ".join(s.split()).lower()
+
+
+def is_hit(probe, chunk_id: str, text: str) -> bool:
+    """The retrieved chunk holds the probe's source passage (its evidence quote, or its chunk id)."""
+    if probe.evidence:
+        return _norm(probe.evidence) in _norm(text)
+    return bool(probe.chunk_id) and probe.chunk_id == chunk_id
+
+
+def rag_prompt(question: str, passages: list[str]) -> str:
+    return RAG_TEMPLATE.format(context="\n\n".join(passages), question=question)

@@ -1,0 +1,107 @@
+"""Scoring: multiple choice by length-normalised log-likelihood, short answers by token
+F1 and exact match (the SQuAD definitions, Rajpurkar et al. 2016).
+
+The options of one question share their prefix (the question, and with RAG the retrieved
+chunks): the prefix goes through the model once, its KV cache is copied to every option,
+and the options run as one batch after it — not one full pass per option.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+
+import torch
+from transformers.modeling_outputs import CausalLMOutputWithPast
+
+# transformers 5.2x renamed `past_key_values` to `cache` (argument and output field).
+CACHE_KW = "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
+
+
+def option_ids(tok, options: list[str]) -> list[list[int]]:
+    """Each option as it continues an assistant turn, ended by EOS (so a short option that is
+    only the start of a longer answer is not favoured)."""
+    return [tok(o, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for o in options]
+
+
+def _sum_logprobs(first: torch.Tensor, logp: torch.Tensor, opts: list[list[int]]) -> list[tuple[float, int]]:
+    out = []
+    for i, o in enumerate(opts):
+        total = first[o[0]].item()
+        if len(o) > 1:
+            idx = torch.tensor(o[1:])
+            total += logp[i, torch.arange(len(o) - 1), idx].sum().item()
+        out.append((total, len(o)))
+    return out
+
+
+@torch.no_grad()
+def score_shared(model, prefix: list[int], opts: list[list[int]], pad_id: int) -> list[tuple[float, int]]:
+    """(sum log-prob, n tokens) of each option after `prefix`, sharing the prefix's KV cache."""
+    device = next(model.parameters()).device
+    out = model(input_ids=torch.tensor([prefix], device=device), use_cache=True)
+    first = out.logits[0, -1].float().log_softmax(-1).cpu()
+    past = getattr(out, CACHE_KW)
+    n, width = len(opts), max(len(o) for o in opts)
+    if width == 1:
+        return [(first[o[0]].item(), 1) for o in opts]
+    past.batch_repeat_interleave(n)
+    ids = torch.full((n, width - 1), pad_id, dtype=torch.long)
+    mask = torch.zeros((n, len(prefix) + width - 1), dtype=torch.long)
+    mask[:, : len(prefix)] = 1
+    for i, o in enumerate(opts):
+        ids[i, : len(o) - 1] = torch.tensor(o[:-1])
+        mask[i, len(prefix) : len(prefix) + len(o) - 1] = 1
+    pos = torch.arange(len(prefix), len(prefix) + width - 1).unsqueeze(0).expand(n, -1)
+    logits = model(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=pos.to(device),
+                   use_cache=False, **{CACHE_KW: past}).logits
+    return _sum_logprobs(first, logits.float().log_softmax(-1).cpu(), opts)
+
+
+@torch.no_grad()
+def score_separately(model, prefix: list[int], opts: list[list[int]]) -> list[tuple[float, int]]:
+    """The reference: one full pass over prefix + option for every option."""
+    device = next(model.parameters()).device
+    out = []
+    for o in opts:
+        logits = model(input_ids=torch.tensor([prefix + o], device=device)).logits[0].float().log_softmax(-1).cpu()
+        p = len(prefix)
+        out.append((sum(logits[p - 1 + j, t].item() for j, t in enumerate(o)), len(o)))
+    return out
+
+
+def score_choices(model, tok, prefix_text: str, options: list[str], shared: bool = True) -> list[float]:
+    """Length-normalised log-likelihood (mean log-prob per token) of each option after the prefix."""
+    prefix = tok(prefix_text, add_special_tokens=False)["input_ids"]
+    opts = option_ids(tok, options)
+    raw = score_shared(model, prefix, opts, tok.pad_token_id) if shared else score_separately(model, prefix, opts)
+    return [total / n for total, n in raw]
+
+
+# ---------------------------------------------------------------- short answers
+
+
+def normalize_answer(s: str) -> str:
+    """Lower case, drop punctuation (keeping decimal points), articles and extra spaces; 1,842.6 -> 1842.6."""
+    s = s.lower()
+    s = re.sub(r"(?<=\d),(?=\d)", "", s)
+    s = re.sub(r"(?<!\d)\.|\.(?!\d)", " ", s)
+    s = "".join(ch if ch not in set(string.punctuation) - {"."} else " " for ch in s)
+    s = re.sub(r"\b(a|an|the)\b", " ", s)
+    return " ".join(s.split())
+
+
+def token_f1(prediction: str, reference: str) -> float:
+    p, r = normalize_answer(prediction).split(), normalize_answer(reference).split()
+    if not p or not r:
+        return float(p == r)
+    common = sum((Counter(p) & Counter(r)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(p), common / len(r)
+    return 2 * precision * recall / (precision + recall)
+
+
+def exact_match(prediction: str, reference: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(reference))

@@ -1,0 +1,45 @@
+"""Batched generation with left padding: one `generate` call per batch of prompts.
+Shared by the local LLM backend (synth) and short-answer evaluation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Generated:
+    text: str
+    stopped: bool
+    """True when the model ended with EOS; False when it hit max_new_tokens."""
+    prompt_tokens: int
+    new_tokens: int
+
+
+def generate_batch(model, tok, prompts: list[str], *, max_new_tokens: int, temperature: float = 0.0,
+                   top_p: float = 1.0, seed: int = 0) -> list[Generated]:
+    """Generate a continuation of each prompt (already chat-templated) in one call."""
+    device = next(model.parameters()).device
+    tok.padding_side = "left"  # new tokens must follow every prompt directly
+    enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+    torch.manual_seed(seed)
+    sample = temperature > 0
+    with torch.no_grad():
+        out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=sample,
+                             temperature=temperature if sample else None, top_p=top_p if sample else None,
+                             top_k=None, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+    new = out[:, enc["input_ids"].shape[1]:]
+    eos = tok.eos_token_id
+    results = []
+    for row, n_prompt in zip(new.tolist(), enc["attention_mask"].sum(dim=1).tolist()):
+        stopped = eos in row
+        ids = row[: row.index(eos)] if stopped else row
+        results.append(Generated(tok.decode(ids, skip_special_tokens=True).strip(), stopped, int(n_prompt),
+                                 len(ids) + int(stopped)))
+    return results
+
+
+def chat_prompt(tok, user: str, system: str | None = None) -> str:
+    msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+    return tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)

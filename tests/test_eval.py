@@ -1,0 +1,117 @@
+"""`kbake eval`: scoring on known cases, prefix sharing exact, KL zero against itself,
+the RAG index kept, and a report with every section from a small run."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from kbake.config import EvalArgs, Recipe
+from kbake.eval import evaluate
+from kbake.eval.forgetting import encode_general, general_nll_and_kl
+from kbake.eval.rag import is_hit, load_index
+from kbake.eval.score import exact_match, option_ids, score_choices, score_separately, score_shared, token_f1
+from kbake.models import load_causal_lm
+from kbake.run import Probe
+from kbake.sample import general_paragraphs
+from kbake.train import train
+
+from trainfix import small_run, tiny_recipe
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from kbake.models import load_embedder
+
+    return load_embedder("default")
+
+
+def test_known_answer_wins(tiny_model):
+    """Bias the model towards one token: the option spelled with it must win, and the
+    length-normalised score must not favour the short option for being short."""
+    model, tok = load_causal_lm(tiny_model)
+    target = tok("Aarhus", add_special_tokens=False)["input_ids"]
+    bias = torch.zeros(model.config.vocab_size)
+    bias[target] = 30.0
+    bias[tok.eos_token_id] = 30.0
+    model.lm_head.register_forward_hook(lambda m, i, o: o + bias)
+    prefix = "<|im_start|>user\nWhere are the membranes made?<|im_end|>\n<|im_start|>assistant\n"
+    scores = score_choices(model, tok, prefix, ["Osaka", "Aarhus", "Muncie, Indiana", "the city of Chennai"])
+    assert max(range(4), key=lambda i: scores[i]) == 1
+
+
+def test_prefix_sharing_gives_the_same_scores(tiny_model):
+    model, tok = load_causal_lm(tiny_model)
+    prefix = tok("Context: " + " ".join(general_paragraphs("eval")[:3]) + "\nQuestion: where?", add_special_tokens=False)["input_ids"]
+    opts = option_ids(tok, ["Aarhus, Denmark", "Osaka", "Muncie, Indiana in the United States of America", "Chennai"])
+    shared = score_shared(model, prefix, opts, tok.pad_token_id)
+    alone = score_separately(model, prefix, opts)
+    for (a, n), (b, m) in zip(shared, alone):
+        assert n == m and a == pytest.approx(b, abs=1e-4)
+
+
+def test_f1_and_em():
+    assert token_f1("$1,842.6 million", "1842.6 million") == 1.0
+    assert exact_match("The Tidewell pump.", "tidewell pump") == 1.0
+    assert token_f1("Muncie, Indiana", "Muncie") == pytest.approx(2 / 3)
+    assert token_f1("Osaka", "Aarhus") == 0.0
+    assert token_f1("", "") == 1.0
+
+
+def test_kl_zero_against_itself_and_ppl_matches_hf_loss(tiny_model):
+    model, tok = load_causal_lm(tiny_model)
+    seqs = encode_general(tok, general_paragraphs("eval")[:6], 48)
+    r = general_nll_and_kl(model, model, seqs, 4, tok.pad_token_id)
+    assert r["kl"] == pytest.approx(0.0, abs=1e-6)
+    one = general_nll_and_kl(model, None, seqs[:1], 1, tok.pad_token_id)
+    with torch.no_grad():
+        loss = model(input_ids=torch.tensor([seqs[0]]), labels=torch.tensor([seqs[0]])).loss.item()
+    assert one["ppl"] == pytest.approx(math.exp(loss), rel=1e-4)
+
+
+def test_rag_index_is_kept_until_chunks_change(tmp_path, tiny_model, embedder):
+    run = small_run(tmp_path / "run", tiny_model)
+    idx, built = load_index(run, "default", embedder)
+    assert built
+    _, again = load_index(run, "default", embedder)
+    assert not again
+    hits = idx.search(["Where are all ClearSpan membrane elements produced?"], 3)[0]
+    probe = Probe(id="x", question="q", answer="a", distractors=[], reference="a",
+                  evidence="All ClearSpan membrane elements are produced at a single plant in Aarhus, Denmark")
+    assert any(is_hit(probe, idx.chunk_ids[i], idx.texts[i]) for i in hits)
+    (tmp_path / "extra.md").write_text("Brand new text about Saltmere and the energy recovery devices it sells.")
+    from kbake.config import IngestArgs
+    from kbake.ingest import ingest
+
+    ingest([str(tmp_path / "extra.md")], run, IngestArgs(tokenizer=tiny_model, chunk_tokens=128, overlap_tokens=0),
+           progress=False)
+    _, rebuilt = load_index(run, "default", embedder)
+    assert rebuilt
+
+
+def test_report_has_every_section(tmp_path, tiny_model, embedder):
+    run = small_run(tmp_path / "run", tiny_model)
+    train(run, tiny_recipe(tiny_model, "lora", epochs=1), progress=False)
+    recipe = Recipe(eval=EvalArgs(base_model=tiny_model, general_paragraphs=4, general_questions=3,
+                                  short_answer_tokens=4, batch_size=8))
+    metrics = evaluate(run, recipe, progress=False, embedder=embedder)
+    names = [m["name"] for m in metrics["models"]]
+    assert names == ["base", "lora"]
+    base, lora = metrics["models"]
+    assert base["general"]["kl"] == 0.0 and lora["general"]["kl"] > 0
+    assert 0 <= lora["closed_book"]["acc_paraphrase"] <= 1 and "f1" in lora["short_answer"]
+    assert lora["trainable_params"] > 0 and lora["method"] == "lora"
+    assert len(metrics["per_probe"]) == metrics["probes"]["n"] == 77
+    html = (run.eval_dir / "report.html").read_text()
+    for section in ["Results", "What the numbers say", "Learning vs forgetting", "Per probe", "trained+RAG acc",
+                    "ppl change", "data:image/png;base64,"]:
+        assert section in html
+    assert html.count("data:image/png;base64,") == 2
+    md = (run.eval_dir / "report.md").read_text()
+    assert "| lora | lora |" in md and "![scatter](scatter.png)" in md
+    assert (run.eval_dir / "scatter.png").read_bytes()[:4] == b"\x89PNG"
+    on_disk = json.loads((run.eval_dir / "metrics.json").read_text())
+    assert on_disk["models"][1]["closed_book"] == lora["closed_book"]
