@@ -67,6 +67,8 @@ class LLMArgs(StageArgs):
     """Sampling temperature; 0 is greedy."""
     top_p: float = Field(0.95, gt=0.0, le=1.0)
     """Nucleus sampling mass."""
+    repetition_penalty: float = Field(1.15, ge=1.0, le=2.0)
+    """Penalty on repeated tokens for the local backend (small models loop without it); not sent to openai servers."""
 
 
 class SynthArgs(LLMArgs):
@@ -117,8 +119,11 @@ class ProbesArgs(LLMArgs):
 class TrainArgs(StageArgs):
     """Options of `kbake train`: one shared loop for full, LoRA and memory finetuning."""
 
-    method: Literal["full", "lora", "memory"] = "lora"
-    """full: all weights; lora: peft LoRA adapters; memory: product-key memory + sparse memory finetuning."""
+    method: Literal["full", "lora", "memory", "grpo"] = "lora"
+    """full: all weights; lora: peft LoRA adapters; memory: product-key memory + sparse memory finetuning;
+    grpo: reinforcement learning with verifiable rewards (TRL GRPOTrainer) on a LoRA adapter."""
+    init: str | None = None
+    """Start from a model trained earlier (RUN/train/<name>, full or lora) instead of base_model (used by grpo)."""
     base_model: str = "default"
     """Model to train: 'default' (embedded SmolLM2-135M-Instruct), a HF id or a folder."""
     data: list[str] = ["qa", "entigraph"]
@@ -181,6 +186,20 @@ class TrainArgs(StageArgs):
     """Sparse memory finetuning: train only the t slots per memory with the highest TF-IDF."""
     memory_background_batches: int = Field(32, ge=1)
     """General-text batches used as the background for the TF-IDF slot ranking."""
+    grpo_num_generations: int = Field(4, ge=2)
+    """Completions sampled per prompt; the advantage is each reward minus its group's mean."""
+    grpo_max_completion_length: int = Field(24, ge=1)
+    """Longest sampled answer, in tokens."""
+    grpo_beta: float = Field(0.04, ge=0.0)
+    """KL coefficient against the starting model."""
+    grpo_temperature: float = Field(0.9, gt=0.0)
+    """Sampling temperature of the completions."""
+    grpo_rewards: dict[str, float] = {"f1": 1.0, "numeric": 1.0, "format": 0.2, "length": 0.2}
+    """Rewards (exact_match, f1, numeric, format, length) and their weights."""
+    grpo_prompts: int | None = Field(None, ge=1)
+    """Use at most this many QA pairs as prompts (None: all)."""
+    grpo_use_vllm: bool = False
+    """Generate completions with vLLM (TRL colocate mode); needs vllm installed and a GPU."""
 
     @model_validator(mode="after")
     def _check(self) -> "TrainArgs":
@@ -188,6 +207,11 @@ class TrainArgs(StageArgs):
 
         if math.isqrt(self.memory_slots) ** 2 != self.memory_slots:
             raise ValueError(f"memory_slots must be a perfect square, got {self.memory_slots}")
+        from kbake.train.rewards import REWARDS
+
+        unknown = [r for r in self.grpo_rewards if r not in REWARDS]
+        if unknown:
+            raise ValueError(f"unknown grpo reward {unknown[0]!r}; allowed: {', '.join(sorted(REWARDS))}")
         known = {"qa", "rephrase", "entigraph", "raw"}
         bad = [d for d in [*self.data, *self.data_weights] if d not in known]
         if bad:

@@ -1,51 +1,97 @@
 """`kbake demo`: the whole pipeline on the shipped sample with the embedded defaults.
 
-Stages are added here as they are built; today it ingests the sample, installs its
-hand-written probes in the run folder, and prints what it found.
+ingest the fictional 10-K → install its hand-written probes → synthesise QA + EntiGraph
+with the embedded model (or, with --fast, use the corpus shipped in data/) → train LoRA
+→ evaluate against the base model and RAG → print the table and the report's path.
+`--compare` adds the field's seed comparison: raw-text training (the regurgitation
+baseline), full finetuning and sparse memory finetuning.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections import Counter
+import time
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 
 from kbake.config import Recipe, save_resolved
 from kbake.ingest import ingest
-from kbake.run import RunDir, read_chunks, read_jsonl
-from kbake.sample import sample_documents, sample_probes
+from kbake.run import RunDir, read_chunks
+from kbake.sample import sample_dir, sample_documents, sample_probes
+
+# (name, train overrides) of the models `--compare` trains besides the recipe's own; the
+# learning rates are those of recipes/full.yaml and recipes/memory.yaml.
+COMPARE = [
+    ("lora-raw", {"method": "lora", "data": ["raw"]}),
+    ("full", {"method": "full", "lr": 5e-5}),
+    ("memory", {"method": "memory", "lr": 2e-2, "lr_schedule": "constant", "warmup_ratio": 0.0, "replay_ratio": 0.0,
+                "memory_top_t": 2048}),
+]
 
 
-def run_demo(run_path: Path, recipe: Recipe, console: Console | None = None) -> dict:
-    """Run the demo into `run_path`; returns the figures it printed."""
+def shipped_corpus() -> Path:
+    """Synthetic corpora made once by the embedded model from the sample (`--fast`)."""
+    return sample_dir() / "synth"
+
+
+def run_demo(run_path: Path, recipe: Recipe, *, fast: bool = False, compare: bool = False,
+             progress: bool = True, console: Console | None = None) -> dict:
+    """Run the demo into `run_path`; returns the eval metrics."""
+    from kbake.eval import evaluate
+    from kbake.synth import synth
+    from kbake.train import train
+
     console = console or Console()
+    t0 = time.perf_counter()
     run = RunDir.at(run_path).ensure()
-    docs = [str(p) for p in sample_documents()]
-    console.rule("[bold]kbake demo[/] — Corvane Hydrosystems 10-K (fictional)")
-    report = ingest(docs, run, recipe.ingest, seed=recipe.seed)
     save_resolved(recipe, run.config_path("demo"))
-    for path, reason in report.errors:
-        console.print(f"[red]error[/] {path}: {reason}")
+    console.rule("[bold]kbake demo[/] — Corvane Hydrosystems 10-K (a fictional company)")
+
+    console.print("[bold]1/4 ingest[/] the sample 10-K")
+    report = ingest([str(p) for p in sample_documents()], run, recipe.ingest, seed=recipe.seed, progress=progress)
     chunks = read_chunks(run.chunks)
     shutil.copyfile(sample_probes(), run.probes)
-    probes = read_jsonl(run.probes)
+    console.print(f"    {len(chunks)} chunks, {sum(c['n_tokens'] for c in chunks):,} tokens; "
+                  f"{sum(1 for _ in open(run.probes))} hand-written held-out probes")
+    for path, reason in report.errors:
+        console.print(f"    [red]error[/] {path}: {reason}")
 
-    tokens = [c["n_tokens"] for c in chunks]
-    table = Table(title="ingested")
-    table.add_column("what")
-    table.add_column("value", justify="right")
-    table.add_row("documents", str(len({c["doc_id"] for c in chunks})))
-    table.add_row("chunks", str(len(chunks)))
-    table.add_row("tokens (sum of chunks)", f"{sum(tokens):,}")
-    table.add_row("tokens per chunk (min / max)", f"{min(tokens)} / {max(tokens)}")
-    table.add_row("duplicates removed", str(sum(report.removed.values())))
-    kinds = Counter(p["kind"] for p in probes)
-    table.add_row("held-out probes", f"{len(probes)} ({', '.join(f'{k}: {v}' for k, v in sorted(kinds.items()))})")
-    console.print(table)
-    first = chunks[0]["text"]
-    console.print(f"[dim]first chunk:[/] {first[:240]}{'…' if len(first) > 240 else ''}")
-    console.print(f"run folder: {run.root}")
-    return {"chunks": len(chunks), "tokens": sum(tokens), "probes": len(probes)}
+    kinds = sorted({k for k in recipe.train.data if k != "raw"})
+    if fast:
+        console.print(f"[bold]2/4 synth[/] --fast: using the corpus shipped in {shipped_corpus()}")
+        run.synth_dir.mkdir(parents=True, exist_ok=True)
+        for kind in kinds:
+            for ext in (".jsonl", ".parquet"):
+                src = shipped_corpus() / f"{kind}{ext}"
+                if src.exists():
+                    shutil.copyfile(src, run.synth_dir / f"{kind}{ext}")
+    else:
+        console.print(f"[bold]2/4 synth[/] {', '.join(kinds)} with {recipe.synth.llm}")
+        args = recipe.synth.model_copy(update={"kinds": kinds})
+        rep = synth(run, args, seed=recipe.seed, progress=progress)
+        for k, r in rep.kinds.items():
+            console.print(f"    {k}: {r.items} items from {r.jobs} calls (removed {dict(r.removed)})")
+
+    console.print(f"[bold]3/4 train[/] {recipe.train.method} on {', '.join(recipe.train.data)}")
+    plan = [(recipe.train.method, {})] + (COMPARE if compare else [])
+    for name, update in plan:
+        if (run.train_dir / name / "model").exists():
+            console.print(f"    {name}: already trained, kept")
+            continue
+        from kbake.config import TrainArgs
+
+        r = recipe.model_copy(update={"train": TrainArgs.model_validate({**recipe.train.model_dump(), **update})})
+        state = train(run, r, name=name, progress=progress)
+        console.print(f"    {name}: {state['global_step']} steps, {state['train_seconds']:.0f}s, "
+                      f"final loss {state['final_loss']:.3f}")
+
+    console.print("[bold]4/4 eval[/] closed book, RAG, trained+RAG, forgetting")
+    names = [n for n, _ in plan]
+    r = recipe.model_copy(update={"eval": recipe.eval.model_copy(update={"models": names})})
+    metrics = evaluate(run, r, progress=progress)
+    from kbake.cli import print_results
+
+    print_results(metrics)
+    console.print(f"report: {run.eval_dir / 'report.html'}   ({(time.perf_counter() - t0) / 60:.1f} min in all)")
+    return metrics

@@ -16,7 +16,8 @@ CHATML = (
 )
 
 
-def build_tiny_model(folder: Path, corpus: list[str], vocab_size: int = 512, seed: int = 0) -> Path:
+def build_tiny_model(folder: Path, corpus: list[str], vocab_size: int = 512, seed: int = 0,
+                     init_range: float = 0.02) -> Path:
     """Train a byte-level BPE on `corpus`, build a 2-layer Llama, save both to `folder`."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -36,7 +37,7 @@ def build_tiny_model(folder: Path, corpus: list[str], vocab_size: int = 512, see
     config = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
                          bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                         tie_word_embeddings=True)
+                         tie_word_embeddings=True, initializer_range=init_range)
     model = LlamaForCausalLM(config)
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
@@ -61,6 +62,13 @@ def tiny_model(tmp_path_factory, sample_text) -> str:
     general = [json.loads(l)["text"] for l in (general_dir() / "paragraphs.jsonl").open()][:200]
     corpus = sample_text.split("\n\n") + general
     return str(build_tiny_model(tmp_path_factory.mktemp("tiny-llama"), corpus))
+
+
+@pytest.fixture(scope="session")
+def peaky_tiny_model(tmp_path_factory, sample_text) -> str:
+    """The tiny model with a larger initialisation: its next-token distributions are far
+    from uniform, so a policy-gradient step can visibly move them (GRPO tests)."""
+    return str(build_tiny_model(tmp_path_factory.mktemp("tiny-llama-peaky"), sample_text.split("\n\n"), init_range=0.5))
 
 
 @pytest.fixture(autouse=True)

@@ -27,6 +27,9 @@ class Sampling:
     temperature: float = 0.7
     top_p: float = 0.95
     seed: int = 0
+    repetition_penalty: float = 1.0
+    """>1 discourages repeating tokens (CTRL, Keskar et al. 2019); used by the local backend,
+    which small models need to stop looping; OpenAI-compatible servers do not receive it."""
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ class LocalBackend:
 
     def _generate(self, prompts: list[str], sampling) -> list[Completion]:
         out = generate_batch(self.model, self.tok, prompts, max_new_tokens=sampling.max_tokens,
-                             temperature=sampling.temperature, top_p=sampling.top_p, seed=sampling.seed)
+                             temperature=sampling.temperature, top_p=sampling.top_p, seed=sampling.seed,
+                             repetition_penalty=sampling.repetition_penalty)
         return [Completion(text=g.text, finish_reason="stop" if g.stopped else "length", prompt_tokens=g.prompt_tokens,
                            completion_tokens=g.new_tokens) for g in out]

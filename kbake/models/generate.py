@@ -18,7 +18,7 @@ class Generated:
 
 
 def generate_batch(model, tok, prompts: list[str], *, max_new_tokens: int, temperature: float = 0.0,
-                   top_p: float = 1.0, seed: int = 0) -> list[Generated]:
+                   top_p: float = 1.0, seed: int = 0, repetition_penalty: float = 1.0) -> list[Generated]:
     """Generate a continuation of each prompt (already chat-templated) in one call."""
     device = next(model.parameters()).device
     tok.padding_side = "left"  # new tokens must follow every prompt directly
@@ -28,7 +28,8 @@ def generate_batch(model, tok, prompts: list[str], *, max_new_tokens: int, tempe
     with torch.no_grad():
         out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=sample,
                              temperature=temperature if sample else None, top_p=top_p if sample else None,
-                             top_k=None, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+                             top_k=None, repetition_penalty=repetition_penalty if repetition_penalty != 1.0 else None,
+                             pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
     new = out[:, enc["input_ids"].shape[1]:]
     eos = tok.eos_token_id
     results = []

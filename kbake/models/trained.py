@@ -8,8 +8,9 @@ from pathlib import Path
 TRAINED_META = "kbake_model.json"
 
 
-def write_meta(folder: Path, method: str, base_model: str) -> None:
-    (Path(folder) / TRAINED_META).write_text(json.dumps({"method": method, "base_model": base_model}, indent=2))
+def write_meta(folder: Path, method: str, base_model: str, init: str | None = None) -> None:
+    meta = {"method": method, "base_model": base_model, **({"init": init} if init else {})}
+    (Path(folder) / TRAINED_META).write_text(json.dumps(meta, indent=2))
 
 
 def load_trained(folder: str | Path, *, dtype=None, device: str | None = None):
@@ -27,9 +28,13 @@ def load_trained(folder: str | Path, *, dtype=None, device: str | None = None):
     method, base = meta["method"], meta["base_model"]
     if method == "full":
         return load_causal_lm(str(folder), dtype=dtype, device=device)
-    model, _ = load_causal_lm(base, dtype=dtype, device=device)
+    if meta.get("init"):  # an adapter trained on top of an earlier model, merged
+        model, _ = load_trained(_init_folder(folder, meta["init"]), dtype=dtype, device=device)
+        model = model.merge_and_unload() if hasattr(model, "merge_and_unload") else model
+    else:
+        model, _ = load_causal_lm(base, dtype=dtype, device=device)
     tok = load_tokenizer(str(folder))
-    if method == "lora":
+    if method in ("lora", "grpo"):
         from peft import PeftModel
 
         model = PeftModel.from_pretrained(model, str(folder))
@@ -41,6 +46,11 @@ def load_trained(folder: str | Path, *, dtype=None, device: str | None = None):
         raise ValueError(f"{meta_path}: unknown method {method!r}")
     model.eval()
     return model, tok
+
+
+def _init_folder(folder: Path, init: str) -> Path:
+    p = Path(init)
+    return p if p.exists() else folder.parent.parent / init  # RUN/train/<init> beside RUN/train/<name>
 
 
 def export_merged(folder: str | Path, out: str | Path) -> Path:

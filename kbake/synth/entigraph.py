@@ -29,7 +29,7 @@ def entity_jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: int
         for c in chunks:
             system, user = prompt.render(chunk=c["text"])
             # Extraction is greedy: the list should not depend on sampling luck.
-            sampling = Sampling(args.entigraph_max_tokens, 0.0, 1.0, seed)
+            sampling = Sampling(args.entigraph_max_tokens, 0.0, 1.0, seed, args.repetition_penalty)
             out.append(Job(ChatRequest.chat(system, user, sampling), "entigraph", "entigraph/entities",
                            prompt.version, doc_id, [c["chunk_id"]], c["text"]))
     return out
@@ -82,7 +82,7 @@ def relation_jobs(entities: dict[str, list[str]], chunks_by_doc: dict[str, list[
                 context = "\n\n".join(c["text"] for c in best)
                 system, user = prompt.render(title=title_of.get(doc_id, doc_id), context=context,
                                              entities=", ".join(combo))
-                sampling = Sampling(args.entigraph_max_tokens, args.temperature, args.top_p, seed)
+                sampling = Sampling(args.entigraph_max_tokens, args.temperature, args.top_p, seed, args.repetition_penalty)
                 out.append(Job(ChatRequest.chat(system, user, sampling), "entigraph",
                                "entigraph/pair" if size == 2 else "entigraph/triple", prompt.version, doc_id,
                                [c["chunk_id"] for c in best], context, {"entities": list(combo)}))

@@ -68,6 +68,12 @@ def parse_entities(text: str) -> tuple[str, list[str]]:
         raw = [str(e) for e in ents] if isinstance(ents, list) else []
     elif isinstance(data, list):
         raw = [str(e) for e in data if isinstance(e, (str, int, float))]
+    elif '"entities"' in text:
+        # JSON cut off at max_tokens (small models loop): keep the complete strings before the cut.
+        m = re.search(r'"summary"\s*:\s*"((?:[^"\\]|\\.)*)"', text)
+        summary = m.group(1) if m else ""
+        tail = text.split('"entities"', 1)[1]
+        raw = re.findall(r'"((?:[^"\\]|\\.)*)"\s*[,\]]', tail)
     else:
         for line in text.splitlines():
             if _NUMBERING.match(line):
@@ -75,7 +81,7 @@ def parse_entities(text: str) -> tuple[str, list[str]]:
     entities, seen = [], set()
     for e in raw:
         e = _clean(e.split(":")[0] if ":" in e and len(e) > 60 else e)
-        if e and len(e.split()) <= 8 and len(e) <= 80 and e.lower() not in seen:
+        if e and not e.startswith("<") and len(e.split()) <= 8 and len(e) <= 80 and e.lower() not in seen:
             seen.add(e.lower())
             entities.append(e)
     return summary.strip(), entities

@@ -20,7 +20,7 @@ def jobs(chunks: list[dict], args: ProbesArgs, seed: int) -> list[Job]:
         system, user = prompt.render(chunk=c["text"])
         for k in range(args.per_chunk):
             # A different seed per probe of a chunk, so they are different requests.
-            sampling = Sampling(args.max_tokens, args.temperature, args.top_p, seed + k)
+            sampling = Sampling(args.max_tokens, args.temperature, args.top_p, seed + k, args.repetition_penalty)
             out.append(Job(ChatRequest.chat(system, user, sampling), "probe", "probe/mc", prompt.version,
                            c["doc_id"], [c["chunk_id"]], c["text"]))
     return out

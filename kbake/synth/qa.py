@@ -29,7 +29,7 @@ def jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: int) -> li
     for doc_id, chunks in chunks_by_doc.items():
         for c in chunks:
             for qtype in args.qa_types:
-                sampling = Sampling(args.qa_max_tokens, args.temperature, args.top_p, seed)
+                sampling = Sampling(args.qa_max_tokens, args.temperature, args.top_p, seed, args.repetition_penalty)
                 if qtype == "compare":
                     others = [o for o in chunks if o["chunk_id"] != c["chunk_id"]]
                     if not others:

@@ -27,7 +27,7 @@ def jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: int) -> li
         for c in chunks:
             for style in args.rephrase_styles:
                 system, user = prompt.render(chunk=c["text"], instruction=STYLES[style])
-                sampling = Sampling(args.rephrase_max_tokens, args.temperature, args.top_p, seed)
+                sampling = Sampling(args.rephrase_max_tokens, args.temperature, args.top_p, seed, args.repetition_penalty)
                 out.append(Job(ChatRequest.chat(system, user, sampling), "rephrase", f"rephrase/{style}",
                                prompt.version, doc_id, [c["chunk_id"]], c["text"]))
     return out

@@ -74,6 +74,8 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
         raise TrainError(f"{out} already holds a trained model; pick another --name or delete it")
     check_fits(args.base_model, args)
 
+    if args.method == "grpo":
+        return _train_grpo(run, recipe, name, out, resume=resume, progress=progress)
     model, tok = load_causal_lm(args.base_model)
     blocks = build_blocks(run, args, tok, seed)  # raises on a missing or empty corpus
     if acc.is_main_process:
@@ -125,4 +127,31 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
         prov = provenance(recipe.model_dump(mode="json"), seed=seed, model=args.base_model)
         atomic_write_json(out / "provenance.json", prov)
         save_stage(run, f"train/{name}", {**prov, "trainer_state": state})
+    return state
+
+
+def _train_grpo(run: RunDir, recipe: Recipe, name: str, out: Path, *, resume: bool, progress: bool) -> dict:
+    from kbake.models.trained import write_meta
+    from kbake.train.grpo import train_grpo
+
+    args = recipe.train
+    make_private_dir(out)
+    save_resolved(recipe, out / "config.yaml")
+    model, tok, rows, seconds, steps = train_grpo(run, args, out, seed=recipe.seed, resume=resume, progress=progress)
+    final = out / "model"
+    make_private_dir(final)
+    model.save_pretrained(final)
+    tok.save_pretrained(final)
+    write_meta(final, "grpo", args.base_model, init=args.init)
+    rewards = [r["reward"] for r in rows if "reward" in r]
+    state = {"method": "grpo", "name": name, "global_step": steps, "train_seconds": round(seconds, 2),
+             "final_loss": rows[-1].get("loss", float("nan")) if rows else float("nan"), "eval_loss": None,
+             "first_reward": rewards[0] if rewards else None, "final_reward": rewards[-1] if rewards else None,
+             "tokens_seen": None,
+             "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
+             "total_params": sum(p.numel() for p in model.parameters()), "resumed_from_step": None}
+    atomic_write_json(out / "trainer_state.json", state)
+    prov = provenance(recipe.model_dump(mode="json"), seed=recipe.seed, model=args.base_model)
+    atomic_write_json(out / "provenance.json", prov)
+    save_stage(run, f"train/{name}", {**prov, "trainer_state": state})
     return state

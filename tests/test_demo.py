@@ -1,0 +1,34 @@
+"""`kbake demo` end to end on the tiny model (with the shipped corpus: --fast), and
+`kbake report` comparing runs."""
+
+import json
+
+from typer.testing import CliRunner
+
+from kbake.cli import app
+
+runner = CliRunner()
+
+
+def test_demo_end_to_end_on_the_tiny_model(tmp_path, tiny_model):
+    run = tmp_path / "demo"
+    sets = ["--set", "train.block_size=64", "--set", "train.epochs=1", "--set", "train.batch_size=8",
+            "--set", "eval.general_paragraphs=4", "--set", "eval.general_questions=2",
+            "--set", "eval.short_answer_tokens=4", "--set", "train.max_steps=3"]
+    result = runner.invoke(app, ["demo", "--run", str(run), "--fast", "--model", tiny_model, "-q", *sets])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "kbake results" in out and "report:" in out and "lora" in out
+    metrics = json.loads((run / "eval" / "metrics.json").read_text())
+    assert [m["name"] for m in metrics["models"]] == ["base", "lora"]
+    assert (run / "eval" / "report.html").exists()
+    state = json.loads((run / "train" / "lora" / "trainer_state.json").read_text())
+    assert state["global_step"] == 3
+    # Run again: nothing is retrained, the report is rewritten.
+    again = runner.invoke(app, ["demo", "--run", str(run), "--fast", "--model", tiny_model, "-q", *sets])
+    assert again.exit_code == 0 and "already trained, kept" in again.output
+
+    cmp = runner.invoke(app, ["report", str(run), str(run)])
+    assert cmp.exit_code == 0 and cmp.output.count("| lora |") == 2
+    missing = runner.invoke(app, ["report", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "no eval results" in missing.output
