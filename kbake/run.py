@@ -140,9 +140,8 @@ def read_jsonl(path: Path) -> list[dict]:
 # ---------------------------------------------------------------- chunks.parquet
 
 
-def write_chunks(path: Path, rows: list[dict]) -> None:
-    """Write chunks.parquet atomically (temp file, then rename)."""
-    table = pa.Table.from_pylist(rows, schema=CHUNK_SCHEMA)
+def atomic_write_parquet(path: Path, table: pa.Table) -> None:
+    """Write a Parquet file atomically (temp file in the same folder, fsync, rename)."""
     path = Path(path)
     make_private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -155,6 +154,10 @@ def write_chunks(path: Path, rows: list[dict]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_chunks(path: Path, rows: list[dict]) -> None:
+    atomic_write_parquet(path, pa.Table.from_pylist(rows, schema=CHUNK_SCHEMA))
 
 
 def read_chunks(path: Path) -> list[dict]:
@@ -279,16 +282,7 @@ def write_items(path: Path, items: list) -> None:
     rows = [asdict(i) if not isinstance(i, dict) else i for i in items]
     atomic_write_jsonl(path, rows)
     if rows:
-        import pyarrow as _pa
-
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-        os.close(fd)
-        try:
-            pq.write_table(_pa.Table.from_pylist(rows), tmp)
-            os.replace(tmp, path.with_suffix(".parquet"))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_parquet(path.with_suffix(".parquet"), pa.Table.from_pylist(rows))
 
 
 def read_items(path: Path) -> list[SynthItem]:

@@ -17,7 +17,7 @@ from kbake.config import SynthArgs
 from kbake.llm import Completion, Sampling
 from kbake.llm.base import ChatRequest
 from kbake.run import SynthItem
-from kbake.synth.job import Job
+from kbake.synth.job import Job, passage_items
 from kbake.synth.parse import clean_passage, parse_entities
 from kbake.synth.prompts import load_prompt
 
@@ -101,9 +101,4 @@ def summary_items(summaries: list[tuple[Job, str]], model: str) -> list[tuple[Sy
     return out
 
 
-def items(job: Job, completion: Completion, model: str) -> list[SynthItem]:
-    text = clean_passage(completion.text, completion.finish_reason == "length")
-    if text is None:
-        return []
-    return [SynthItem(id=f"entigraph-{job.key}", kind="entigraph", doc_id=job.doc_id, chunk_ids=job.chunk_ids,
-                      generator=job.generator, prompt_version=job.prompt_version, model=model, text=text)]
+items = passage_items

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kbake.llm import ChatRequest
+from kbake.llm import ChatRequest, Completion
+from kbake.run import SynthItem
+from kbake.synth.parse import clean_passage
 
 
 @dataclass
@@ -23,3 +25,13 @@ class Job:
     @property
     def key(self) -> str:
         return self.request.cache_key("")[:16]
+
+
+def passage_items(job: Job, completion: Completion, model: str) -> list[SynthItem]:
+    """The one passage of a rephrase or relation answer (cut back to a full sentence when
+    truncated), or nothing when it is too short to teach anything."""
+    text = clean_passage(completion.text, completion.finish_reason == "length")
+    if text is None:
+        return []
+    return [SynthItem(id=f"{job.kind}-{job.key}", kind=job.kind, doc_id=job.doc_id, chunk_ids=job.chunk_ids,
+                      generator=job.generator, prompt_version=job.prompt_version, model=model, text=text)]

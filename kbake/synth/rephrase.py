@@ -4,11 +4,9 @@ CPT), so the same facts appear in many surface forms."""
 from __future__ import annotations
 
 from kbake.config import SynthArgs
-from kbake.llm import Completion, Sampling
+from kbake.llm import Sampling
 from kbake.llm.base import ChatRequest
-from kbake.run import SynthItem
-from kbake.synth.job import Job
-from kbake.synth.parse import clean_passage
+from kbake.synth.job import Job, passage_items
 from kbake.synth.prompts import load_prompt
 
 STYLES = {
@@ -33,9 +31,4 @@ def jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: int) -> li
     return out
 
 
-def items(job: Job, completion: Completion, model: str) -> list[SynthItem]:
-    text = clean_passage(completion.text, completion.finish_reason == "length")
-    if text is None:
-        return []
-    return [SynthItem(id=f"rephrase-{job.key}", kind="rephrase", doc_id=job.doc_id, chunk_ids=job.chunk_ids,
-                      generator=job.generator, prompt_version=job.prompt_version, model=model, text=text)]
+items = passage_items
