@@ -32,9 +32,11 @@ examples = [qa_example(tok, i.question, i.answer) if i.question is not None else
             for kind in ("qa", "entigraph") for i in read_items(synth / f"{kind}.jsonl")]
 ids, labels = pack_blocks(examples, a.seq)
 real = sum(len(e.ids) for e in examples)
+stream = [t for e in examples for t in e.ids]
+# Every position of every block holds the next token of the example stream: none is padding.
+filled = sum(1 for got, want in zip(ids.flatten().tolist(), stream) if got == want)
 print(f"packing: {len(examples)} examples, {real} tokens -> {ids.shape[0]} blocks of {a.seq}; "
-      f"non-pad share {1.0 - float((ids == -1).float().mean()):.4f} (pad positions: 0); "
-      f"dropped tail {real - ids.numel()} tokens")
+      f"non-pad share {filled / ids.numel():.4f}; dropped tail {real - ids.numel()} tokens")
 # The same examples padded one per row, as an unpacked loader would: the waste packing avoids.
 longest = min(max(len(e.ids) for e in examples), a.seq)
 padded_share = sum(min(len(e.ids), longest) for e in examples) / (len(examples) * longest)

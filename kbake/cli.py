@@ -18,6 +18,15 @@ app = typer.Typer(
     rich_markup_mode="markdown",
 )
 
+@app.callback()
+def _private_files() -> None:
+    """Everything kbake writes (run folders, caches, checkpoints, reports) is owner-only:
+    it holds the text of private documents."""
+    import os
+
+    os.umask(0o077)
+
+
 RUN_HELP = "Run folder: every stage reads and writes its files here."
 RECIPE_HELP = "Recipe YAML holding every option (see recipes/); flags override it."
 SET_HELP = "Override any recipe key, e.g. --set ingest.chunk_tokens=384 (repeatable)."

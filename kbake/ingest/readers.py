@@ -54,6 +54,7 @@ def read_text(path: Path) -> str:
 
 def read_html(path: Path) -> str:
     from bs4 import BeautifulSoup
+    from bs4.element import CData, Comment, Declaration, Doctype, ProcessingInstruction
 
     soup = BeautifulSoup(_decode(path.read_bytes(), path), "lxml")
     for tag in soup(["script", "style", "noscript", "template", "head", "svg"]):
@@ -68,12 +69,24 @@ def read_html(path: Path) -> str:
         table.replace_with("\n\n" + "\n\n".join(rows) + "\n\n")
     for br in soup.find_all("br"):
         br.replace_with("\n\n")
-    block = ["p", "div", "section", "article", "li", "h1", "h2", "h3", "h4", "h5", "h6",
-             "blockquote", "pre", "dt", "dd", "header", "footer", "tr", "caption", "figcaption"]
-    for tag in soup.find_all(block):
-        tag.insert_before("\n\n")
-        tag.insert_after("\n\n")
-    return normalize_paragraphs(soup.get_text(""))
+    # One pass over the text nodes: a paragraph break wherever the nearest block-level
+    # ancestor changes. (Inserting markers around every block tag is quadratic on deep trees.)
+    parts: list[str] = []
+    prev = None
+    for node in soup.find_all(string=True):
+        if isinstance(node, (Comment, Doctype, Declaration, ProcessingInstruction, CData)):
+            continue
+        block = next((p for p in node.parents if p.name in _BLOCK_TAGS), None)
+        if parts and block is not prev:
+            parts.append("\n\n")
+        parts.append(str(node))
+        prev = block
+    return normalize_paragraphs("".join(parts))
+
+
+_BLOCK_TAGS = frozenset({"p", "div", "section", "article", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6",
+                         "blockquote", "pre", "dt", "dd", "dl", "header", "footer", "tr", "td", "th", "table",
+                         "caption", "figcaption", "main", "nav", "aside", "body", "html", "form", "address"})
 
 
 def read_pdf(path: Path) -> str:

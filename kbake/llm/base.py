@@ -48,7 +48,10 @@ class ChatRequest:
 
     def cache_key(self, model_id: str) -> str:
         """Hash of model + messages + sampling: the identity of a call."""
-        blob = json.dumps({"model": model_id, "messages": self.messages, "sampling": asdict(self.sampling)},
+        sampling = asdict(self.sampling)
+        if sampling["repetition_penalty"] == 1.0:
+            del sampling["repetition_penalty"]  # keys made before the field existed stay valid
+        blob = json.dumps({"model": model_id, "messages": self.messages, "sampling": sampling},
                           sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
