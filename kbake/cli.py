@@ -312,17 +312,21 @@ def eval_(
 
 
 def print_results(metrics: dict) -> None:
+    """The results table in the terminal (the key columns; all of them are in report.md/html)."""
     from rich.console import Console
     from rich.table import Table
 
     from kbake.eval.report import COLUMNS, table_rows, verdicts
 
+    keep = ["model", "closed-book acc", "paraphrase acc", "verbatim acc", "RAG acc", "trained+RAG acc",
+            "ppl change", "KL", "train time"]
+    idx = [COLUMNS.index(c) for c in keep]
+    console = Console(width=None if sys.stdout.isatty() else 140)
     table = Table(title="kbake results")
-    for c in COLUMNS:
-        table.add_column(c, justify="left" if c in ("model", "method") else "right")
+    for c in keep:
+        table.add_column(c, justify="left" if c == "model" else "right", no_wrap=True)
     for row in table_rows(metrics):
-        table.add_row(*row)
-    console = Console()
+        table.add_row(*[row[i] for i in idx])
     console.print(table)
     for v in verdicts(metrics):
         console.print("- " + v.replace("**", ""))
@@ -376,8 +380,18 @@ def _demo_recipe() -> Path:
     return Path(__file__).resolve().parent / "recipes" / "demo.yaml"
 
 
-def main() -> None:  # pragma: no cover
-    app()
+def main() -> None:
+    """The console script: the app, with OS errors (a full disk, a read-only folder) as one line."""
+    import errno
+
+    try:
+        app()
+    except OSError as e:
+        hint = " (disk full or file size limit?)" if e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT) else ""
+        where = f"{e.filename}: " if e.filename else ""
+        typer.secho(f"error: {where}{e.strerror or e}{hint}; the last complete outputs are untouched", err=True,
+                    fg=typer.colors.RED)
+        sys.exit(1)
 
 
 if __name__ == "__main__":  # pragma: no cover

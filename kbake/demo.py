@@ -61,11 +61,8 @@ def run_demo(run_path: Path, recipe: Recipe, *, fast: bool = False, compare: boo
     if fast:
         console.print(f"[bold]2/4 synth[/] --fast: using the corpus shipped in {shipped_corpus()}")
         run.synth_dir.mkdir(parents=True, exist_ok=True)
-        for kind in kinds:
-            for ext in (".jsonl", ".parquet"):
-                src = shipped_corpus() / f"{kind}{ext}"
-                if src.exists():
-                    shutil.copyfile(src, run.synth_dir / f"{kind}{ext}")
+        for src in sorted(shipped_corpus().glob("*.jsonl")) + sorted(shipped_corpus().glob("*.parquet")):
+            shutil.copyfile(src, run.synth_dir / src.name)  # every shipped kind, to train other mixes too
     else:
         console.print(f"[bold]2/4 synth[/] {', '.join(kinds)} with {recipe.synth.llm}")
         args = recipe.synth.model_copy(update={"kinds": kinds})

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# GPU check: the demo's train and eval on a CUDA GPU with bf16, printing tokens/s and the
+# report table. On a machine without a GPU it says so and runs the CPU-sized check instead.
+#   bash benchmarks/gpu_check.sh [RUN_FOLDER]     (needs kbake and its packages installed)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+[ -x "$PY" ] || PY=python3
+RUN=${1:-runs/gpu-check}
+rm -rf "$RUN"
+if "$PY" -c "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+  "$PY" -c "import torch; print('GPU:', torch.cuda.get_device_name(0), '| bf16:', torch.cuda.is_bf16_supported())"
+  PREC=auto; EPOCHS=6; EXTRA=(--set train.batch_size=16)
+else
+  echo "no CUDA GPU here: skipping the GPU parts (bf16, GPU throughput); running the CPU-sized check"
+  PREC=fp32; EPOCHS=1; EXTRA=(--set eval.general_paragraphs=20 --set eval.general_questions=5 --set eval.short_answers=false)
+fi
+start=$(date +%s)
+timeout 480 "$PY" -m kbake.cli demo --fast --run "$RUN" -q --set train.precision=$PREC --set train.epochs=$EPOCHS "${EXTRA[@]}"
+"$PY" - "$RUN" <<'PYEOF'
+import json, sys
+state = json.load(open(f"{sys.argv[1]}/train/lora/trainer_state.json"))
+rows = [json.loads(l) for l in open(f"{sys.argv[1]}/train/lora/metrics.jsonl")]
+print(f"precision {state['precision']}: {sum(r['tokens_per_s'] for r in rows) / len(rows):.0f} train tokens/s "
+      f"over {state['global_step']} steps ({state['train_seconds']:.0f}s)")
+PYEOF
+echo "gpu_check: $(( $(date +%s) - start ))s in all"
