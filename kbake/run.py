@@ -160,6 +160,53 @@ def write_chunks(path: Path, rows: list[dict]) -> None:
     atomic_write_parquet(path, pa.Table.from_pylist(rows, schema=CHUNK_SCHEMA))
 
 
+class ChunkWriter:
+    """Stream chunk rows into a temp Parquet file in row groups; `commit()` renames it over
+    chunks.parquet, so readers see the old file or the whole new one, never a part."""
+
+    def __init__(self, path: Path, row_group: int = 2048):
+        self.path = Path(path)
+        make_private_dir(self.path.parent)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        os.close(fd)
+        self.tmp = Path(tmp)
+        self.writer = pq.ParquetWriter(str(self.tmp), CHUNK_SCHEMA)
+        self.buffer: list[dict] = []
+        self.row_group = row_group
+        self.count = 0
+
+    def add(self, row: dict) -> None:
+        self.buffer.append(row)
+        self.count += 1
+        if len(self.buffer) >= self.row_group:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.buffer:
+            self.writer.write_table(pa.Table.from_pylist(self.buffer, schema=CHUNK_SCHEMA))
+            self.buffer = []
+
+    def commit(self) -> None:
+        self._flush()
+        self.writer.close()
+        with open(self.tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        try:
+            self.writer.close()
+        except Exception:
+            pass
+        self.tmp.unlink(missing_ok=True)
+
+
+def iter_chunks(path: Path, batch_size: int = 2048):
+    """Chunk rows one at a time, without loading the whole table."""
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size):
+        yield from batch.to_pylist()
+
+
 def read_chunks(path: Path) -> list[dict]:
     if not Path(path).exists():
         raise FileNotFoundError(f"{path}: no chunks yet; run `kbake ingest DOCS --run {Path(path).parent}` first")

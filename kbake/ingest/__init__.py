@@ -15,9 +15,9 @@ from pathlib import Path
 
 from kbake.config import IngestArgs
 from kbake.ingest.chunker import chunk_text
-from kbake.ingest.dedup import dedup_texts, normalized_hash
+from kbake.ingest.dedup import StreamingDedup, normalized_hash
 from kbake.ingest.readers import SUPPORTED, ReadError, read_document
-from kbake.run import RunDir, load_manifest, provenance, read_chunks, save_stage, sha256_file, write_chunks, config_hash
+from kbake.run import ChunkWriter, RunDir, config_hash, iter_chunks, load_manifest, provenance, save_stage, sha256_file
 
 
 @dataclass
@@ -77,7 +77,8 @@ def doc_id_for(path: Path) -> str:
 
 
 def ingest(inputs: list[str], run: RunDir, args: IngestArgs, *, seed: int = 0, progress: bool = True) -> IngestReport:
-    """Ingest documents into `run`; see the module docstring."""
+    """Ingest documents into `run`; see the module docstring. Streams: one document's text
+    at a time in memory, chunks written in row groups, deduplicated as they pass."""
     from kbake.models import load_tokenizer
 
     run.ensure()
@@ -89,7 +90,6 @@ def ingest(inputs: list[str], run: RunDir, args: IngestArgs, *, seed: int = 0, p
     prior = load_manifest(run).get("stages", {}).get("ingest", {})
     same_options = prior.get("options_hash") == options_hash
     prior_docs: dict = prior.get("docs", {}) if same_options and run.chunks.exists() else {}
-    old_rows = read_chunks(run.chunks) if prior_docs else []
 
     todo: list[tuple[Path, str, str]] = []
     for path in files:
@@ -105,60 +105,55 @@ def ingest(inputs: list[str], run: RunDir, args: IngestArgs, *, seed: int = 0, p
             todo.append((path, did, digest))
 
     if not todo and same_options and run.chunks.exists():
-        report.n_chunks = len(old_rows)
+        report.n_chunks = prior.get("n_chunks", 0)
         return report
 
     tokenizer = load_tokenizer(args.tokenizer) if todo else None
-    docs = {d: info for d, info in prior_docs.items()}
-    new_rows: list[dict] = []
+    docs = dict(prior_docs)
+    dedup = StreamingDedup(args.near_dup_threshold, args.minhash_perm)
+    writer = ChunkWriter(run.chunks)
+    counts: dict[str, int] = {}
     replaced: set[str] = set()
-    bar = _progress(todo, progress)
-    for path, did, digest in bar:
-        try:
-            text = read_document(path)
-        except ReadError as e:
-            report.errors.append((str(path), str(e)))
-            continue
-        spans = chunk_text(text, tokenizer, args.chunk_tokens, args.overlap_tokens)
-        for n, sp in enumerate(spans):
-            piece = text[sp.start : sp.end]
-            new_rows.append(
-                {
-                    "chunk_id": f"{did}:{n:04d}",
-                    "doc_id": did,
-                    "source": str(path),
-                    "start": sp.start,
-                    "end": sp.end,
-                    "n_tokens": sp.n_tokens,
-                    "sha256": normalized_hash(piece),
-                    "text": piece,
-                }
-            )
-        (report.updated if did in docs else report.added).append(str(path))
-        replaced.add(did)
-        docs[did] = {"source": str(path), "sha256": digest, "n_chars": len(text), "n_chunks": len(spans)}
 
-    rows = [r for r in old_rows if r["doc_id"] not in replaced] + new_rows
-    keep, report.removed = dedup_texts([r["text"] for r in rows], args.near_dup_threshold, args.minhash_perm)
-    rows = [rows[i] for i in keep]
-    for info in docs.values():
-        info["n_chunks"] = 0
-    for r in rows:
-        docs[r["doc_id"]]["n_chunks"] += 1
-    report.n_chunks = len(rows)
-    if not rows:
-        return report
+    def keep(row: dict) -> None:
+        if dedup.add(row["text"]) is None:
+            writer.add(row)
+            counts[row["doc_id"]] = counts.get(row["doc_id"], 0) + 1
 
-    write_chunks(run.chunks, rows)
+    try:
+        for path, did, digest in _progress(todo, progress):
+            try:
+                text = read_document(path)
+            except ReadError as e:
+                report.errors.append((str(path), str(e)))
+                continue  # a file that turned bad keeps its old chunks
+            spans = chunk_text(text, tokenizer, args.chunk_tokens, args.overlap_tokens)
+            for n, sp in enumerate(spans):
+                piece = text[sp.start : sp.end]
+                keep({"chunk_id": f"{did}:{n:04d}", "doc_id": did, "source": str(path), "start": sp.start,
+                      "end": sp.end, "n_tokens": sp.n_tokens, "sha256": normalized_hash(piece), "text": piece})
+            (report.updated if did in docs else report.added).append(str(path))
+            replaced.add(did)
+            docs[did] = {"source": str(path), "sha256": digest, "n_chars": len(text)}
+        if prior_docs:
+            for row in iter_chunks(run.chunks):
+                if row["doc_id"] not in replaced:
+                    keep(row)
+        if writer.count == 0:
+            writer.abort()
+            return report
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    for did, info in docs.items():
+        info["n_chunks"] = counts.get(did, 0)
+    report.removed = dict(dedup.removed)
+    report.n_chunks = writer.count
     report.wrote = True
     entry = provenance(options, seed=seed, model=args.tokenizer)
-    entry.update(
-        options_hash=options_hash,
-        docs=docs,
-        outputs={"chunks.parquet": sha256_file(run.chunks)},
-        n_chunks=len(rows),
-        removed_duplicates=report.removed,
-    )
+    entry.update(options_hash=options_hash, docs=docs, outputs={"chunks.parquet": sha256_file(run.chunks)},
+                 n_chunks=writer.count, removed_duplicates=report.removed)
     save_stage(run, "ingest", entry)
     return report
 
