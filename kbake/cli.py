@@ -354,7 +354,7 @@ def report(
 def demo(
     run: Path = typer.Option(Path("runs/demo"), "--run", "-r", help=RUN_HELP),
     fast: bool = typer.Option(False, "--fast", help="Use the synthetic corpus shipped in data/ instead of generating one."),
-    compare: bool = typer.Option(False, "--compare", help="Also train raw-text LoRA (regurgitation baseline), full and memory."),
+    compare: bool = typer.Option(False, "--compare", help="Also train raw-text LoRA (regurgitation baseline), full, memory and GRPO."),
     model: Optional[str] = typer.Option(None, help="Run everything on this model instead of the embedded default (HF id or folder)."),
     recipe: Path = typer.Option(None, "--recipe", help=RECIPE_HELP + " Default: recipes/demo.yaml."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),

@@ -4,7 +4,7 @@ ingest the fictional 10-K → install its hand-written probes → synthesise QA 
 with the embedded model (or, with --fast, use the corpus shipped in data/) → train LoRA
 → evaluate against the base model and RAG → print the table and the report's path.
 `--compare` adds the field's seed comparison: raw-text training (the regurgitation
-baseline), full finetuning and sparse memory finetuning.
+baseline), full finetuning, sparse memory finetuning and GRPO (recipes/grpo.yaml's sizes).
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ COMPARE = [
     ("full", {"method": "full", "lr": 5e-5}),
     ("memory", {"method": "memory", "lr": 2e-2, "lr_schedule": "constant", "warmup_ratio": 0.0, "replay_ratio": 0.0,
                 "memory_top_t": 2048}),
+    ("grpo", {"method": "grpo", "lr": 5e-5, "max_steps": 20, "batch_size": 4, "lr_schedule": "constant",
+              "warmup_ratio": 0.0, "lora_r": 16, "lora_alpha": 32}),
 ]
 
 

@@ -146,9 +146,7 @@ def test_local_backend_batches_one_generate_call_per_batch(tiny_model, tmp_path)
     assert calls == [4, 4, 2]
     assert all(c.completion_tokens >= 1 for c in out)
     # Left padding with the attention mask: a prompt's greedy answer does not depend on its batch.
-    alone = LocalBackend.__new__(LocalBackend)
-    alone.__dict__.update(backend.__dict__)
-    alone.batch_size = 1
-    alone.model.generate = real
-    single = alone.complete(requests[:4], lambda i, c: None)
+    backend.batch_size = 1
+    backend.model.generate = real
+    single = backend.complete(requests[:4], lambda i, c: None)
     assert [c.text for c in single] == [c.text for c in out[:4]]

@@ -15,14 +15,28 @@ from kbake.models.generate import generate_batch
 
 class LocalBackend:
     def __init__(self, name: str = "default", batch_size: int = 16, device: str | None = None):
-        from kbake.models import load_causal_lm
-
         self.name = name
-        self.model, self.tok = load_causal_lm(name, device=device)
-        self.device = next(self.model.parameters()).device
+        self.device = device
         self.batch_size = batch_size
         label = "SmolLM2-135M-Instruct" if name == "default" else name
         self.model_id = f"local:{label}"
+        self._loaded = None
+
+    def _load(self):
+        """Loaded on the first real call: a run served wholly from the cache never loads it."""
+        if self._loaded is None:
+            from kbake.models import load_causal_lm
+
+            self._loaded = load_causal_lm(self.name, device=self.device)
+        return self._loaded
+
+    @property
+    def model(self):
+        return self._load()[0]
+
+    @property
+    def tok(self):
+        return self._load()[1]
 
     def _prompt(self, req: ChatRequest) -> str:
         msgs = [{"role": r, "content": c} for r, c in req.messages]

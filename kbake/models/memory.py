@@ -147,8 +147,8 @@ def load_memory(model, folder: Path) -> nn.ModuleDict:
 
 
 def count_hits(model, batches, device=None) -> torch.Tensor:
-    """Slot hit counts per memory (stacked [n_memories, slots]) over `batches` of input ids,
-    one row per batch: [n_batches, n_memories, slots] as int counts."""
+    """How often each slot of each memory is read, per batch of input ids:
+    an int tensor [n_batches, n_memories, slots]."""
     mems = list(model.kbake_memory.values())
     rows = []
     with torch.no_grad():
