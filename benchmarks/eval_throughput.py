@@ -1,7 +1,7 @@
 """Multiple-choice scoring: one pass over the shared prefix + the options batched after
 its KV cache, vs one full pass per option — same probes, same RAG contexts.
 
-    .venv/bin/python benchmarks/eval_throughput.py [--model default] [--n 16] [--k 3]
+    .venv/bin/python benchmarks/eval_throughput.py [--model default] [--n 16] [--context 900]
 """
 
 import argparse
@@ -18,7 +18,7 @@ from kbake.sample import general_paragraphs, sample_probes
 ap = argparse.ArgumentParser()
 ap.add_argument("--model", default="default")
 ap.add_argument("--n", type=int, default=16)
-ap.add_argument("--k", type=int, default=3, help="passages of context per question (about 300 tokens each)")
+ap.add_argument("--context", type=int, default=900, help="tokens of retrieved context per question")
 a = ap.parse_args()
 
 model, tok = load_causal_lm(a.model)
@@ -26,7 +26,12 @@ probes = read_probes(sample_probes())[: a.n]
 paras = general_paragraphs("eval")
 cases = []
 for i, p in enumerate(probes):
-    ctx = [paras[(i * a.k + j) % len(paras)][:1500] for j in range(a.k)]
+    ctx, n, j = [], 0, i * 7
+    while n < a.context:  # general paragraphs until the context is about --context tokens
+        para = paras[j % len(paras)]
+        ctx.append(para)
+        n += len(tok(para, add_special_tokens=False)["input_ids"])
+        j += 1
     prefix = tok(chat_prompt(tok, rag_prompt(p.question, ctx)), add_special_tokens=False)["input_ids"]
     cases.append((prefix, option_ids(tok, option_order(p)[0])))
 print(f"{len(cases)} questions x 4 options, context {sum(len(c[0]) for c in cases) / len(cases):.0f} tokens on average")
