@@ -90,5 +90,11 @@ with tempfile.TemporaryDirectory() as tmp:
     for q in qs:
         index.search([q], 3)
     ms = (time.perf_counter() - t) / len(qs) * 1000
+    qv = emb.encode(qs, normalize_embeddings=True, convert_to_numpy=True)
+    t = time.perf_counter()
+    for v in qv:
+        sims = vectors @ v
+        np.argpartition(-sims, 2)[:3]
+    search_ms = (time.perf_counter() - t) / len(qs) * 1000
     print(f"RAG query over {len(chunks):,} chunks x {vectors.shape[1]} dims (numpy, exact): {ms:.1f} ms per query "
-          f"(embedding the query included)")
+          f"with the query's embedding, {search_ms:.2f} ms for the search alone")
