@@ -27,7 +27,7 @@ COMPARE = [
     ("full", {"method": "full", "lr": 5e-5}),
     ("memory", {"method": "memory", "lr": 2e-2, "lr_schedule": "constant", "warmup_ratio": 0.0, "replay_ratio": 0.0,
                 "memory_top_t": 2048}),
-    ("grpo", {"method": "grpo", "lr": 5e-5, "max_steps": 20, "batch_size": 4, "lr_schedule": "constant",
+    ("grpo", {"method": "grpo", "lr": 5e-5, "max_steps": 8, "batch_size": 4, "lr_schedule": "constant",
               "warmup_ratio": 0.0, "lora_r": 16, "lora_alpha": 32}),
 ]
 

@@ -32,7 +32,7 @@ def test_api_key_never_written_and_folders_private(tmp_path, tiny_model, monkeyp
         r2 = runner.invoke(app, ["synth", *common, "--api-key-env", "KBAKE_TEST_KEY", "--kind", "qa,rephrase"])
         assert server.seen_auth and all(a == f"Bearer {KEY}" for a in server.seen_auth)  # it was really used
     # ... and a failing call: the error message must not carry it either
-    r3 = runner.invoke(app, ["synth", *common[:4], "http://127.0.0.1:9/v1", "--yes", "-q",
+    r3 = runner.invoke(app, ["synth", *common[:4], "--base-url", "http://127.0.0.1:9/v1", "--yes", "-q",
                              "--api-key-env", "KBAKE_TEST_KEY", "--set", "synth.max_retries=0"])
     assert r1.exit_code == 0 and r2.exit_code == 0, r1.output + r2.output
     assert r3.exit_code == 1 and "did not answer" in r3.output
