@@ -363,8 +363,8 @@ def demo(
     """The whole pipeline on the shipped sample (a fictional company's 10-K), on the embedded defaults.
 
     ingest → probes → synth (QA + EntiGraph) → train LoRA → eval against the base model
-    and RAG; prints the table and the path of report.html. About 20 minutes on 2 CPU
-    cores; --fast skips generation.
+    and RAG; prints the table and the path of report.html. On 2 CPU cores --fast took
+    8 minutes; generating the corpus adds roughly 10-15 (see docs/results.md).
     """
     from kbake.demo import run_demo
 
