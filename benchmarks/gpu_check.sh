@@ -13,10 +13,12 @@ if "$PY" -c "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)";
   PREC=auto; EPOCHS=6; EXTRA=(--set train.batch_size=16)
 else
   echo "no CUDA GPU here: skipping the GPU parts (bf16, GPU throughput); running the CPU-sized check"
-  PREC=fp32; EPOCHS=1; EXTRA=(--set eval.general_paragraphs=20 --set eval.general_questions=5 --set eval.short_answers=false)
+  PREC=fp32; EPOCHS=1; EXTRA=(--set train.max_steps=4 --set eval.general_paragraphs=10 --set eval.general_questions=0
+                               --set eval.short_answers=false)
 fi
 start=$(date +%s)
-timeout 480 "$PY" -m kbake.cli demo --fast --run "$RUN" -q --set train.precision=$PREC --set train.epochs=$EPOCHS "${EXTRA[@]}"
+timeout 480 "$PY" -m kbake.cli demo --fast --run "$RUN" -q --set train.precision=$PREC --set train.epochs=$EPOCHS "${EXTRA[@]}" \
+  || { echo "gpu_check: the demo did not finish within 480 s (exit $?)"; exit 1; }
 "$PY" - "$RUN" <<'PYEOF'
 import json, sys
 state = json.load(open(f"{sys.argv[1]}/train/lora/trainer_state.json"))
