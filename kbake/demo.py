@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kbake.config import Recipe, save_resolved
+from kbake.config import Recipe, TrainArgs, save_resolved
 from kbake.ingest import ingest
 from kbake.run import RunDir, read_chunks
 from kbake.sample import sample_dir, sample_documents, sample_probes
@@ -78,8 +78,6 @@ def run_demo(run_path: Path, recipe: Recipe, *, fast: bool = False, compare: boo
         if (run.train_dir / name / "model").exists():
             console.print(f"    {name}: already trained, kept")
             continue
-        from kbake.config import TrainArgs
-
         r = recipe.model_copy(update={"train": TrainArgs.model_validate({**recipe.train.model_dump(), **update})})
         state = train(run, r, name=name, progress=progress)
         console.print(f"    {name}: {state['global_step']} steps, {state['train_seconds']:.0f}s, "

@@ -77,13 +77,14 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
     if args.method == "grpo":
         return _train_grpo(run, recipe, name, out, resume=resume, progress=progress)
     model, tok = load_causal_lm(args.base_model)
-    blocks = build_blocks(run, args, tok, seed)  # raises on a missing or empty corpus
+    examples = load_examples(run, args, tok, seed)  # raises on a missing or empty corpus
+    blocks = build_blocks(run, args, tok, seed, examples)
     if acc.is_main_process:
         make_private_dir(out)
         save_resolved(recipe, out / "config.yaml")
     extra = {}
     if args.method == "memory":
-        new_only = pack_blocks(load_examples(run, args, tok, seed), args.block_size)[0]
+        new_only = pack_blocks(examples, args.block_size)[0]
         bg = pack_blocks([text_example(tok, t, "general") for t in general_paragraphs("replay")], args.block_size)[0]
         extra = {"new_blocks": new_only, "background_blocks": bg[: args.memory_background_batches]}
     model.train()

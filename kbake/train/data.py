@@ -116,8 +116,9 @@ class Blocks:
     replay_tokens: int
 
 
-def build_blocks(run: RunDir, args: TrainArgs, tok, seed: int) -> Blocks:
-    examples = load_examples(run, args, tok, seed)
+def build_blocks(run: RunDir, args: TrainArgs, tok, seed: int, examples: list[Example] | None = None) -> Blocks:
+    """New-knowledge examples (loaded here unless given) mixed with replay, packed, split into train/eval."""
+    examples = examples if examples is not None else load_examples(run, args, tok, seed)
     new_tokens = sum(len(e.ids) for e in examples)
     replay = replay_examples(tok, new_tokens, args.replay_ratio, seed)
     mixed = examples + replay
