@@ -387,7 +387,9 @@ def main() -> None:
     try:
         app()
     except OSError as e:
-        hint = " (disk full or file size limit?)" if e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT) else ""
+        hint = {errno.ENOSPC: " (disk full or file size limit?)", errno.EFBIG: " (disk full or file size limit?)",
+                errno.EDQUOT: " (disk full or file size limit?)",
+                errno.EIO: " (disk full or file size limit, or a failing disk?)"}.get(e.errno, "")
         where = f"{e.filename}: " if e.filename else ""
         typer.secho(f"error: {where}{e.strerror or e}{hint}; the last complete outputs are untouched", err=True,
                     fg=typer.colors.RED)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -14,7 +15,7 @@ from kbake.cli import app
 from kbake.config import IngestArgs
 from kbake.ingest import ingest
 from kbake.ingest.chunker import chunk_text
-from kbake.ingest.dedup import dedup_texts
+from kbake.ingest.dedup import StreamingDedup, dedup_texts
 from kbake.ingest.readers import ReadError, read_document
 from kbake.models import load_tokenizer
 from kbake.run import RunDir, read_chunks
@@ -141,6 +142,22 @@ def test_dedup_exact_and_near():
     assert keep == [0, 3]
     assert removed == {"exact": 1, "near": 1}
 
+
+
+def test_streaming_dedup_keeps_its_index_on_disk_and_removes_it(tmp_path):
+    rng = random.Random(0)
+    words = [f"w{i}" for i in range(5000)]
+    texts = [" ".join(rng.choice(words) for _ in range(120)) for _ in range(300)]
+    # A near-duplicate of every tenth text (one word of 120 changed) and an exact one of every 25th.
+    variants = [t.rsplit(" ", 1)[0] + " changed" for t in texts[::10]] + [t.upper() for t in texts[::25]]
+    with StreamingDedup(0.8, 128, folder=tmp_path) as d:
+        fresh = [d.add(t) for t in texts]
+        assert len(list(tmp_path.glob(".dedup.*.sqlite"))) == 1  # the index is a file, not Python dicts
+        again = [d.add(t) for t in variants]
+    assert fresh == [None] * 300  # unrelated random texts are never merged
+    assert again == ["near"] * 30 + ["exact"] * 12
+    assert d.removed == {"exact": 12, "near": 30}
+    assert not list(tmp_path.iterdir())
 
 # ---------------------------------------------------------------- the whole stage
 

@@ -110,8 +110,12 @@ def ingest(inputs: list[str], run: RunDir, args: IngestArgs, *, seed: int = 0, p
 
     tokenizer = load_tokenizer(args.tokenizer) if todo else None
     docs = dict(prior_docs)
-    dedup = StreamingDedup(args.near_dup_threshold, args.minhash_perm)
     writer = ChunkWriter(run.chunks)
+    try:
+        dedup = StreamingDedup(args.near_dup_threshold, args.minhash_perm, folder=run.root)
+    except BaseException:
+        writer.abort()
+        raise
     counts: dict[str, int] = {}
     replaced: set[str] = set()
 
@@ -146,6 +150,8 @@ def ingest(inputs: list[str], run: RunDir, args: IngestArgs, *, seed: int = 0, p
     except BaseException:
         writer.abort()
         raise
+    finally:
+        dedup.close()
     for did, info in docs.items():
         info["n_chunks"] = counts.get(did, 0)
     report.removed = dict(dedup.removed)
