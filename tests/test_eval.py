@@ -13,7 +13,7 @@ from kbake.config import EvalArgs, Recipe
 from kbake.eval import evaluate
 from kbake.eval.forgetting import encode_general, general_nll_and_kl
 from kbake.eval.rag import is_hit, load_index
-from kbake.eval.score import exact_match, option_ids, score_choices, score_separately, score_shared, token_f1
+from kbake.eval.score import exact_match, option_ids, score_choices, score_many, score_separately, score_shared, token_f1
 from kbake.models import load_causal_lm
 from kbake.run import Probe
 from kbake.sample import general_paragraphs
@@ -51,6 +51,22 @@ def test_prefix_sharing_gives_the_same_scores(tiny_model):
     alone = score_separately(model, prefix, opts)
     for (a, n), (b, m) in zip(shared, alone):
         assert n == m and a == pytest.approx(b, abs=1e-4)
+
+
+def test_prefix_reuse_across_questions_gives_the_same_scores(tiny_model):
+    """Prompts that share a context (and one that shares nothing, and one that is a prefix of
+    another) scored together reusing the cache must score as each alone, in the order given."""
+    model, tok = load_causal_lm(tiny_model)
+    ctx = "Context: " + " ".join(general_paragraphs("eval")[:2])
+    texts = [ctx + "\nQuestion: where?", "Unrelated question?", ctx + "\nQuestion: when?", ctx, ctx + "\nQuestion: wh"]
+    prefixes = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+    opts = [option_ids(tok, ["Aarhus, Denmark", "Osaka", f"option {i}", "Chennai"]) for i in range(len(texts))]
+    calls = []
+    many = score_many(model, prefixes, opts, tok.pad_token_id, progress=lambda: calls.append(1))
+    assert len(calls) == len(texts)
+    for pre, o, got in zip(prefixes, opts, many):
+        for (a, n), (b, m) in zip(got, score_separately(model, pre, o)):
+            assert n == m and a == pytest.approx(b, abs=1e-4)
 
 
 def test_f1_and_em():

@@ -18,7 +18,7 @@ from pathlib import Path
 from kbake.config import Recipe
 from kbake.eval.forgetting import encode_general, general_nll_and_kl
 from kbake.eval.rag import is_hit, load_index, rag_prompt
-from kbake.eval.score import exact_match, score_choices, token_f1
+from kbake.eval.score import exact_match, score_choices_many, token_f1
 from kbake.models.generate import chat_prompt, generate_batch
 from kbake.run import RunDir, atomic_write_json, make_private_dir, provenance, read_probes, save_stage
 from kbake.sample import general_paragraphs, general_questions
@@ -49,11 +49,12 @@ def option_order(probe) -> tuple[list[str], int]:
 def _mc(model, tok, prefixes: list[str], probes, desc: str, progress: bool) -> list[dict]:
     from tqdm import tqdm
 
+    orders = [option_order(p) for p in probes]
+    with tqdm(total=len(probes), desc=desc, unit="probe", disable=not progress, leave=False) as bar:
+        scores = score_choices_many(model, tok, prefixes, [o for o, _ in orders], progress=bar.update)
     out = []
-    for prefix, p in tqdm(list(zip(prefixes, probes)), desc=desc, unit="probe", disable=not progress, leave=False):
-        opts, gold = option_order(p)
-        scores = score_choices(model, tok, prefix, opts)
-        best = max(range(len(opts)), key=lambda i: scores[i])
+    for (opts, gold), sc in zip(orders, scores):
+        best = max(range(len(opts)), key=lambda i: sc[i])
         out.append({"correct": best == gold, "choice": opts[best]})
     return out
 
@@ -134,6 +135,8 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
     models[0].update(method="base", trainable_params=0, train_seconds=0.0)
     for folder in folders:
         model, mtok = load_trained(folder)
+        if hasattr(model, "merge_and_unload"):  # the same function without the adapter's extra matmuls
+            model = model.merge_and_unload()
         res = evaluate_model(folder.name, model, mtok, probes, rag_passages, general_seqs, gq, args, base, progress)
         state = json.loads((folder / "trainer_state.json").read_text()) if (folder / "trainer_state.json").exists() else {}
         res.update(method=state.get("method", "?"), trainable_params=state.get("trainable_params"),

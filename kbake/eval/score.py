@@ -3,11 +3,15 @@ F1 and exact match (the SQuAD definitions, Rajpurkar et al. 2016).
 
 The options of one question share their prefix (the question, and with RAG the retrieved
 chunks): the prefix goes through the model once, its KV cache is copied to every option,
-and the options run as one batch after it — not one full pass per option.
+and the options run as one batch after it — not one full pass per option. Across
+questions, `score_many` visits the prompts in token order and keeps the KV cache of the
+longest prefix a prompt shares with the one before (RAG prompts whose top chunk is the
+same share most of their tokens), so only the rest runs.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 import string
 from collections import Counter
@@ -36,27 +40,67 @@ def _sum_logprobs(first: torch.Tensor, logp: torch.Tensor, opts: list[list[int]]
     return out
 
 
-@torch.no_grad()
-def score_shared(model, prefix: list[int], opts: list[list[int]], pad_id: int) -> list[tuple[float, int]]:
-    """(sum log-prob, n tokens) of each option after `prefix`, sharing the prefix's KV cache."""
+def _prefill(model, prefix: list[int], reuse: tuple[list[int], object] | None = None):
+    """Log-probs of the token after `prefix`, and the prefix's KV cache. `reuse` is (tokens,
+    cache) of an earlier prompt, consumed: the cache is cut back to the common prefix and only
+    the tokens after it run (at least the last one, whose logits are needed)."""
     device = next(model.parameters()).device
-    out = model(input_ids=torch.tensor([prefix], device=device), use_cache=True)
-    first = out.logits[0, -1].float().log_softmax(-1).cpu()
-    past = getattr(out, CACHE_KW)
+    keep, past = 0, None
+    if reuse is not None:
+        ids, cache = reuse
+        limit = min(len(ids), len(prefix) - 1)
+        while keep < limit and ids[keep] == prefix[keep]:
+            keep += 1
+        if keep:
+            cache.crop(keep - cache.get_seq_length())  # a negative count removes tokens, in every transformers version
+            past = cache
+    out = model(input_ids=torch.tensor([prefix[keep:]], device=device), use_cache=True,
+                **({CACHE_KW: past} if past is not None else {}))
+    return out.logits[0, -1].float().log_softmax(-1).cpu(), getattr(out, CACHE_KW)
+
+
+def _score_options(model, first: torch.Tensor, past, n_prefix: int, opts: list[list[int]],
+                   pad_id: int) -> list[tuple[float, int]]:
+    """(sum log-prob, n tokens) of each option, batched after the prefix's cache (consumed)."""
+    device = next(model.parameters()).device
     n, width = len(opts), max(len(o) for o in opts)
     if width == 1:
         return [(first[o[0]].item(), 1) for o in opts]
     past.batch_repeat_interleave(n)
     ids = torch.full((n, width - 1), pad_id, dtype=torch.long)
-    mask = torch.zeros((n, len(prefix) + width - 1), dtype=torch.long)
-    mask[:, : len(prefix)] = 1
+    mask = torch.zeros((n, n_prefix + width - 1), dtype=torch.long)
+    mask[:, :n_prefix] = 1
     for i, o in enumerate(opts):
         ids[i, : len(o) - 1] = torch.tensor(o[:-1])
-        mask[i, len(prefix) : len(prefix) + len(o) - 1] = 1
-    pos = torch.arange(len(prefix), len(prefix) + width - 1).unsqueeze(0).expand(n, -1)
+        mask[i, n_prefix : n_prefix + len(o) - 1] = 1
+    pos = torch.arange(n_prefix, n_prefix + width - 1).unsqueeze(0).expand(n, -1)
     logits = model(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=pos.to(device),
                    use_cache=False, **{CACHE_KW: past}).logits
     return _sum_logprobs(first, logits.float().log_softmax(-1).cpu(), opts)
+
+
+@torch.no_grad()
+def score_shared(model, prefix: list[int], opts: list[list[int]], pad_id: int) -> list[tuple[float, int]]:
+    """(sum log-prob, n tokens) of each option after `prefix`, sharing the prefix's KV cache."""
+    first, past = _prefill(model, prefix)
+    return _score_options(model, first, past, len(prefix), opts, pad_id)
+
+
+@torch.no_grad()
+def score_many(model, prefixes: list[list[int]], opts: list[list[list[int]]], pad_id: int,
+               progress=None) -> list[list[tuple[float, int]]]:
+    """`score_shared` for many questions, in the order given; prompts run in token order so
+    each reuses the cache of the common prefix with the one before. `progress` is called
+    once per question done."""
+    out: list = [None] * len(prefixes)
+    reuse = None
+    for i in sorted(range(len(prefixes)), key=lambda i: prefixes[i]):
+        first, past = _prefill(model, prefixes[i], reuse)
+        out[i] = _score_options(model, first, copy.deepcopy(past), len(prefixes[i]), opts[i], pad_id)
+        reuse = (prefixes[i], past)
+        if progress:
+            progress()
+    return out
 
 
 @torch.no_grad()
@@ -77,6 +121,13 @@ def score_choices(model, tok, prefix_text: str, options: list[str], shared: bool
     opts = option_ids(tok, options)
     raw = score_shared(model, prefix, opts, tok.pad_token_id) if shared else score_separately(model, prefix, opts)
     return [total / n for total, n in raw]
+
+
+def score_choices_many(model, tok, prefix_texts: list[str], options: list[list[str]], progress=None) -> list[list[float]]:
+    """`score_choices` for many questions at once, reusing common prefixes across them (`score_many`)."""
+    prefixes = [tok(t, add_special_tokens=False)["input_ids"] for t in prefix_texts]
+    raw = score_many(model, prefixes, [option_ids(tok, o) for o in options], tok.pad_token_id, progress)
+    return [[total / n for total, n in r] for r in raw]
 
 
 # ---------------------------------------------------------------- short answers
