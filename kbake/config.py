@@ -242,7 +242,10 @@ class EvalArgs(StageArgs):
     general_questions: int = Field(40, ge=0)
     """General (HotpotQA) questions answered closed book for general short-answer F1; 0 to skip."""
     batch_size: int = Field(8, ge=1)
-    """Sequences per forward pass / generate call."""
+    """Sequences per forward pass over general text (each holds a vocabulary-wide log-softmax per token)."""
+    generate_batch_size: int = Field(32, ge=1)
+    """Prompts per generate call for short answers: decoding is bound by per-step overhead, so wider
+    is faster (32 vs 8: 2.0x on the sample's probes, same answers)."""
 
 
 class Recipe(StageArgs):

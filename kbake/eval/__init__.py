@@ -61,8 +61,8 @@ def _mc(model, tok, prefixes: list[str], probes, desc: str, progress: bool) -> l
 
 def _generate(model, tok, questions: list[str], args) -> list[str]:
     texts = []
-    for i in range(0, len(questions), args.batch_size):
-        prompts = [chat_prompt(tok, q + SHORT_ANSWER_SUFFIX) for q in questions[i : i + args.batch_size]]
+    for i in range(0, len(questions), args.generate_batch_size):
+        prompts = [chat_prompt(tok, q + SHORT_ANSWER_SUFFIX) for q in questions[i : i + args.generate_batch_size]]
         texts += [g.text for g in generate_batch(model, tok, prompts, max_new_tokens=args.short_answer_tokens)]
     return texts
 
