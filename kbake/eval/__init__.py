@@ -134,9 +134,7 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
     models = [evaluate_model("base", base, tok, probes, rag_passages, general_seqs, gq, args, None, progress)]
     models[0].update(method="base", trainable_params=0, train_seconds=0.0)
     for folder in folders:
-        model, mtok = load_trained(folder)
-        if hasattr(model, "merge_and_unload"):  # the same function without the adapter's extra matmuls
-            model = model.merge_and_unload()
+        model, mtok = load_trained(folder, merge=True)
         res = evaluate_model(folder.name, model, mtok, probes, rag_passages, general_seqs, gq, args, base, progress)
         state = json.loads((folder / "trainer_state.json").read_text()) if (folder / "trainer_state.json").exists() else {}
         res.update(method=state.get("method", "?"), trainable_params=state.get("trainable_params"),

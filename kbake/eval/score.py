@@ -115,12 +115,9 @@ def score_separately(model, prefix: list[int], opts: list[list[int]]) -> list[tu
     return out
 
 
-def score_choices(model, tok, prefix_text: str, options: list[str], shared: bool = True) -> list[float]:
+def score_choices(model, tok, prefix_text: str, options: list[str]) -> list[float]:
     """Length-normalised log-likelihood (mean log-prob per token) of each option after the prefix."""
-    prefix = tok(prefix_text, add_special_tokens=False)["input_ids"]
-    opts = option_ids(tok, options)
-    raw = score_shared(model, prefix, opts, tok.pad_token_id) if shared else score_separately(model, prefix, opts)
-    return [total / n for total, n in raw]
+    return score_choices_many(model, tok, [prefix_text], [options])[0]
 
 
 def score_choices_many(model, tok, prefix_texts: list[str], options: list[list[str]], progress=None) -> list[list[float]]:

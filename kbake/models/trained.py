@@ -13,9 +13,10 @@ def write_meta(folder: Path, method: str, base_model: str, init: str | None = No
     (Path(folder) / TRAINED_META).write_text(json.dumps(meta, indent=2))
 
 
-def load_trained(folder: str | Path, *, dtype=None, device: str | None = None):
+def load_trained(folder: str | Path, *, dtype=None, device: str | None = None, merge: bool = False):
     """(model, tokenizer) from a trained folder (full weights, a LoRA adapter, or a memory),
-    in eval mode. A plain model folder or HF id without kbake metadata loads as is."""
+    in eval mode. A plain model folder or HF id without kbake metadata loads as is. `merge`
+    folds a LoRA adapter into the weights: the same function, without the adapter's matmuls."""
     from kbake.models.loading import load_causal_lm, load_tokenizer
 
     folder = Path(folder)
@@ -29,8 +30,7 @@ def load_trained(folder: str | Path, *, dtype=None, device: str | None = None):
     if method == "full":
         return load_causal_lm(str(folder), dtype=dtype, device=device)
     if meta.get("init"):  # an adapter trained on top of an earlier model, merged
-        model, _ = load_trained(_init_folder(folder, meta["init"]), dtype=dtype, device=device)
-        model = model.merge_and_unload() if hasattr(model, "merge_and_unload") else model
+        model, _ = load_trained(_init_folder(folder, meta["init"]), dtype=dtype, device=device, merge=True)
     else:
         model, _ = load_causal_lm(base, dtype=dtype, device=device)
     tok = load_tokenizer(str(folder))
@@ -38,6 +38,8 @@ def load_trained(folder: str | Path, *, dtype=None, device: str | None = None):
         from peft import PeftModel
 
         model = PeftModel.from_pretrained(model, str(folder))
+        if merge:
+            model = model.merge_and_unload()
     elif method == "memory":
         from kbake.models.memory import load_memory
 
@@ -55,9 +57,7 @@ def _init_folder(folder: Path, init: str) -> Path:
 
 def export_merged(folder: str | Path, out: str | Path) -> Path:
     """A standalone model folder: LoRA merged into the base weights (full: copied as is)."""
-    model, tok = load_trained(folder)
-    if hasattr(model, "merge_and_unload"):
-        model = model.merge_and_unload()
+    model, tok = load_trained(folder, merge=True)
     if hasattr(model, "kbake_memory"):
         raise ValueError("a memory-augmented model cannot be merged into plain weights; load it with kbake")
     out = Path(out)

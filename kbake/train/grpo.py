@@ -46,11 +46,9 @@ def start_model(run: RunDir, args: TrainArgs):
     folder = Path(args.init)
     if not folder.exists():
         folder = run.train_dir / args.init
-    model, tok = load_trained(folder)
+    model, tok = load_trained(folder, merge=True)
     if hasattr(model, "kbake_memory"):
         raise ValueError(f"{folder}: grpo can start from a full or lora model, not a memory model")
-    if hasattr(model, "merge_and_unload"):
-        model = model.merge_and_unload()
     return model, tok
 
 
