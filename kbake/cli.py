@@ -224,7 +224,7 @@ def train(
     method: Optional[str] = typer.Option(None, help="full | lora | memory | grpo."),
     init: Optional[str] = typer.Option(None, help="grpo: start from RUN/train/NAME (a full or lora model)."),
     name: Optional[str] = typer.Option(None, help="Folder under RUN/train/ (default: the method)."),
-    data: Optional[str] = typer.Option(None, help="Comma-separated corpora: qa,rephrase,entigraph,raw,raw-shuffled."),
+    data: Optional[str] = typer.Option(None, help="Comma-separated corpora: qa,rephrase,entigraph,raw."),
     base_model: Optional[str] = typer.Option(None, help="'default', a HF id or a folder."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the last checkpoint of RUN/train/NAME."),
     recipe: Optional[Path] = typer.Option(None, "--recipe", help=RECIPE_HELP),

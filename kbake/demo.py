@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kbake.config import RAW_CORPORA, Recipe, TrainArgs, save_resolved
+from kbake.config import Recipe, TrainArgs, save_resolved
 from kbake.ingest import ingest
 from kbake.run import RunDir, read_chunks
 from kbake.sample import sample_dir, sample_documents, sample_probes
@@ -59,7 +59,7 @@ def run_demo(run_path: Path, recipe: Recipe, *, fast: bool = False, compare: boo
     for path, reason in report.errors:
         console.print(f"    [red]error[/] {path}: {reason}")
 
-    kinds = sorted({k for k in recipe.train.data if k not in RAW_CORPORA})
+    kinds = sorted({k for k in recipe.train.data if k != "raw"})
     if fast:
         console.print(f"[bold]2/4 synth[/] --fast: using the corpus shipped in {shipped_corpus()}")
         run.synth_dir.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,6 @@ only their own weights, memory starts as a no-op and round-trips, resume, bad in
 from __future__ import annotations
 
 import json
-import random
 
 import pytest
 import torch
@@ -14,7 +13,7 @@ from kbake.models.memory import MemoryConfig, add_memory, load_memory, save_memo
 from kbake.models.trained import export_merged, load_trained
 from kbake.run import RunDir
 from kbake.train import TrainError, train
-from kbake.train.data import IGNORE, build_blocks, pack_blocks, qa_example, shuffle_sentences, text_example
+from kbake.train.data import IGNORE, build_blocks, pack_blocks, qa_example, text_example
 from kbake.train.loop import run_loop
 
 from trainfix import small_run, tiny_recipe
@@ -62,30 +61,6 @@ def test_replay_mix_ratio(run, tiny_model):
     b = build_blocks(run, r.train, tok, 0)
     share = b.replay_tokens / (b.replay_tokens + b.new_tokens)
     assert 0.24 < share < 0.30
-
-
-def test_shuffled_raw_keeps_every_sentence_and_varies_the_order_per_copy(run, tiny_model):
-    from kbake.run import read_chunks
-    from kbake.train.data import load_examples
-
-    text = "Revenue rose 8% to $1,842.6 million. We sell in 64 countries.\n\nItem 2. Properties\n\nThe plant is in Muncie, Indiana."
-    sentences = ["Revenue rose 8% to $1,842.6 million.", "We sell in 64 countries.", "Item 2.", "Properties",
-                 "The plant is in Muncie, Indiana."]
-    orders = {shuffle_sentences(text, random.Random(k)) for k in range(8)}
-    assert len(orders) > 1
-    for out in orders:  # every sentence whole (not cut inside "$1,842.6"), nothing else
-        assert all(s in out for s in sentences) and len(out) == len(" ".join(sentences))
-
-    tok = load_tokenizer(tiny_model)
-    r = tiny_recipe(tiny_model, "lora", data=["raw-shuffled"], data_weights={"raw-shuffled": 3.0})
-    exs = load_examples(run, r.train, tok, 0)
-    chunks = read_chunks(run.chunks)
-    assert len(exs) == 3 * len(chunks)
-    many = [c for c in chunks if len(shuffle_sentences(c["text"], random.Random(0)).split(". ")) > 2]
-    assert many, "the fixture needs a chunk of several sentences"
-    texts = [tok.decode(e.ids[:-1]) for e in exs]
-    copies = [t for t in texts if sorted(t.split()) == sorted(many[0]["text"].split())]
-    assert len(copies) == 3 and len(set(copies)) > 1  # same words, not the same order every time
 
 
 def test_missing_corpus_is_a_clear_error(run, tiny_model):

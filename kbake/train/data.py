@@ -8,7 +8,6 @@ Packing concatenates examples, each ended by the EOS token, and cuts the stream 
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass
 
 import torch
@@ -46,21 +45,6 @@ def text_example(tok, text: str, source: str) -> Example:
     return Example(ids, list(ids), source)
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"$])")
-
-
-def shuffle_sentences(text: str, rng: random.Random) -> str:
-    """The text's sentences (split at . ! ? before a capital; blank lines are boundaries
-    too) in a random order. The "permute" augmentation of Allen-Zhu & Li, Physics of
-    Language Models 3.1 (arXiv:2309.14316): a fact seen in many contexts is later extracted
-    by questions, where one seen in a single fixed context is only recited. A regex is
-    enough for the prose of filings; a wrong split only moves a fragment."""
-    parts = [s.strip() for para in re.split(r"\n\s*\n", text) for s in _SENTENCE_END.split(para)]
-    parts = [p for p in parts if p]
-    rng.shuffle(parts)
-    return " ".join(parts)
-
-
 def _weighted(items: list, weight: float, rng: random.Random) -> list:
     whole, frac = int(weight), weight - int(weight)
     out = items * whole
@@ -79,10 +63,6 @@ def load_examples(run: RunDir, args: TrainArgs, tok, seed: int) -> list[Example]
         if name == "raw":
             chunks = read_chunks(run.chunks)
             got = [text_example(tok, c["text"], "raw") for c in chunks]
-        elif name == "raw-shuffled":  # every copy gets its own order: repeats are not identical
-            chunks = read_chunks(run.chunks)
-            copies = _weighted(chunks, w, rng)
-            got, w = [text_example(tok, shuffle_sentences(c["text"], rng), name) for c in copies], 1.0
         else:
             path = run.synth_dir / f"{name}.jsonl"
             if not path.exists():
