@@ -31,11 +31,21 @@ a = ap.parse_args()
 model, tok = load_causal_lm(a.model)
 
 
-def max_diff(xs, ys) -> float:
-    return max(abs(x[0] - y[0]) for s, r in zip(xs, ys) for x, y in zip(s, r))
+def compare(fast_name: str, fast, slow_name: str, slow) -> None:
+    """Time two scorers (thunks returning per-question [(sum log-prob, n)]) and print the ratio
+    and the largest score difference between them."""
+    t = time.perf_counter()
+    a_scores = fast()
+    tf = time.perf_counter() - t
+    t = time.perf_counter()
+    b_scores = slow()
+    ts = time.perf_counter() - t
+    diff = max(abs(x[0] - y[0]) for s, r in zip(a_scores, b_scores) for x, y in zip(s, r))
+    print(f"{fast_name}: {tf:.1f}s; {slow_name}: {ts:.1f}s; speed-up {ts / tf:.2f}x; max |score diff| {diff:.2e}")
 
 
-if a.across:
+def across_questions() -> None:
+    """The demo's real RAG prompts: score_many across questions vs each question alone."""
     from kbake.config import IngestArgs
     from kbake.eval.rag import load_index
     from kbake.ingest import ingest
@@ -51,34 +61,27 @@ if a.across:
                 for p, row in zip(probes, hits)]
     opts = [option_ids(tok, option_order(p)[0]) for p in probes]
     print(f"{len(probes)} questions x 4 options, top-3 chunks, {sum(map(len, prefixes)) / len(prefixes):.0f} prompt tokens on average")
-    t = time.perf_counter()
-    alone = [score_shared(model, pre, o, tok.pad_token_id) for pre, o in zip(prefixes, opts)]
-    ta = time.perf_counter() - t
-    t = time.perf_counter()
-    many = score_many(model, prefixes, opts, tok.pad_token_id)
-    tm = time.perf_counter() - t
-    print(f"each question alone: {ta:.1f}s; reusing prefixes across questions: {tm:.1f}s; speed-up {ta / tm:.2f}x; "
-          f"max |score diff| {max_diff(many, alone):.2e}")
-    raise SystemExit
-probes = read_probes(sample_probes())[: a.n]
-paras = general_paragraphs("eval")
-cases = []
-for i, p in enumerate(probes):
-    ctx, n, j = [], 0, i * 7
-    while n < a.context:  # general paragraphs until the context is about --context tokens
-        para = paras[j % len(paras)]
-        ctx.append(para)
-        n += len(tok(para, add_special_tokens=False)["input_ids"])
-        j += 1
-    prefix = tok(chat_prompt(tok, rag_prompt(p.question, ctx)), add_special_tokens=False)["input_ids"]
-    cases.append((prefix, option_ids(tok, option_order(p)[0])))
-print(f"{len(cases)} questions x 4 options, context {sum(len(c[0]) for c in cases) / len(cases):.0f} tokens on average")
+    compare("reusing prefixes across questions", lambda: score_many(model, prefixes, opts, tok.pad_token_id),
+            "each question alone", lambda: [score_shared(model, pre, o, tok.pad_token_id) for pre, o in zip(prefixes, opts)])
 
-t = time.perf_counter()
-shared = [score_shared(model, pre, opts, tok.pad_token_id) for pre, opts in cases]
-ts = time.perf_counter() - t
-t = time.perf_counter()
-alone = [score_separately(model, pre, opts) for pre, opts in cases]
-ta = time.perf_counter() - t
-print(f"prefix shared: {ts:.1f}s; one pass per option: {ta:.1f}s; speed-up {ta / ts:.2f}x; "
-      f"max |score diff| {max_diff(shared, alone):.2e}")
+
+def within_question() -> None:
+    """--context tokens of general paragraphs per question: prefix shared by the options vs one pass per option."""
+    probes = read_probes(sample_probes())[: a.n]
+    paras = general_paragraphs("eval")
+    cases = []
+    for i, p in enumerate(probes):
+        ctx, n, j = [], 0, i * 7
+        while n < a.context:  # general paragraphs until the context is about --context tokens
+            para = paras[j % len(paras)]
+            ctx.append(para)
+            n += len(tok(para, add_special_tokens=False)["input_ids"])
+            j += 1
+        prefix = tok(chat_prompt(tok, rag_prompt(p.question, ctx)), add_special_tokens=False)["input_ids"]
+        cases.append((prefix, option_ids(tok, option_order(p)[0])))
+    print(f"{len(cases)} questions x 4 options, context {sum(len(c[0]) for c in cases) / len(cases):.0f} tokens on average")
+    compare("prefix shared", lambda: [score_shared(model, pre, opts, tok.pad_token_id) for pre, opts in cases],
+            "one pass per option", lambda: [score_separately(model, pre, opts) for pre, opts in cases])
+
+
+across_questions() if a.across else within_question()
