@@ -5,15 +5,18 @@ import re
 from collections import Counter
 
 from kbake.run import read_jsonl
-from kbake.sample import sample_documents, sample_probes
+import pytest
+
+from kbake.sample import sample_dev_probes, sample_documents, sample_probes
 
 
 def test_tenk_is_long_enough(sample_text):
     assert len(sample_text.split()) >= 3000
 
 
-def test_probes_are_well_formed(sample_text):
-    probes = read_jsonl(sample_probes())
+@pytest.mark.parametrize("path", [sample_probes(), sample_dev_probes()], ids=["test", "dev"])
+def test_probes_are_well_formed(sample_text, path):
+    probes = read_jsonl(path)
     assert len(probes) >= 60
     html = sample_documents()[0].read_text()
     ids = set(re.findall(r'id="([^"]+)"', html))
@@ -29,13 +32,24 @@ def test_probes_are_well_formed(sample_text):
     assert len({p["id"] for p in probes}) == len(probes)
 
 
-def test_paraphrased_probes_do_not_copy_the_document(sample_text):
+@pytest.mark.parametrize("path", [sample_probes(), sample_dev_probes()], ids=["test", "dev"])
+def test_paraphrased_probes_do_not_copy_the_document(sample_text, path):
     """A paraphrased question shares no 6-word run with the document."""
     words = sample_text.lower().split()
     grams = {" ".join(words[i : i + 6]) for i in range(len(words) - 5)}
-    for p in read_jsonl(sample_probes()):
+    for p in read_jsonl(path):
         if p["kind"] != "paraphrase":
             continue
         q = p["question"].lower().rstrip("?").split()
         hits = [" ".join(q[i : i + 6]) for i in range(len(q) - 5) if " ".join(q[i : i + 6]) in grams]
         assert not hits, (p["id"], hits)
+
+
+def test_dev_probes_ask_about_other_facts_than_the_held_out_probes():
+    """Tuning on the dev set must not be tuning on the reported probes: no shared question,
+    no shared answering quote, no shared id."""
+    test, dev = read_jsonl(sample_probes()), read_jsonl(sample_dev_probes())
+    for key in ("id", "question", "evidence"):
+        assert not {p[key] for p in test} & {p[key] for p in dev}, key
+    for d in dev:
+        assert not any(d["evidence"] in t["evidence"] or t["evidence"] in d["evidence"] for t in test), d["id"]
