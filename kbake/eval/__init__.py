@@ -115,14 +115,17 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
     """Evaluate the base model and every trained model; write RUN/eval/{metrics.json, report.md, report.html, *.png}."""
     from kbake.eval.report import write_report
     from kbake.models import load_causal_lm
+    from kbake.models.precision import cast_for_inference, resolve_precision
     from kbake.models.trained import load_trained
 
     args = recipe.eval
+    precision = resolve_precision(args.precision)
     probes = read_probes(run.probes)
     if not probes:
         raise ValueError(f"{run.probes} is empty: nothing to evaluate")
     folders = trained_models(run, args.models)
     base, tok = load_causal_lm(args.base_model)
+    cast_for_inference(base, precision)
 
     index, rebuilt = load_index(run, args.embedder, embedder)
     hits = index.search([p.question for p in probes], args.rag_k)
@@ -134,7 +137,8 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
     models = [evaluate_model("base", base, tok, probes, rag_passages, general_seqs, gq, args, None, progress)]
     models[0].update(method="base", trainable_params=0, train_seconds=0.0)
     for folder in folders:
-        model, mtok = load_trained(folder, merge=True)
+        model, mtok = load_trained(folder, merge=True)  # merged in float32, then cast
+        cast_for_inference(model, precision)
         res = evaluate_model(folder.name, model, mtok, probes, rag_passages, general_seqs, gq, args, base, progress)
         state = json.loads((folder / "trainer_state.json").read_text()) if (folder / "trainer_state.json").exists() else {}
         res.update(method=state.get("method", "?"), trainable_params=state.get("trainable_params"),
@@ -147,7 +151,8 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
         m["general"]["ppl_change"] = m["general"]["ppl"] / base_ppl - 1
 
     metrics = {
-        "provenance": provenance(recipe.model_dump(mode="json")["eval"], seed=recipe.seed, model=args.base_model),
+        "provenance": {**provenance(recipe.model_dump(mode="json")["eval"], seed=recipe.seed, model=args.base_model),
+                       "precision": precision},
         "probes": {"n": len(probes), "kinds": {k: sum(p.kind == k for p in probes) for k in _kinds(probes)}},
         "retrieval": {"k": args.rag_k, "recall_at_k": sum(recall) / len(recall), "embedder": args.embedder,
                       "index_rebuilt": rebuilt},

@@ -1,7 +1,8 @@
 """`local`: a transformers causal LM in-process, batched generation with left padding.
 
 One `generate` call per batch of prompts (sorted by length so a batch pads little),
-not one per prompt: on a CPU that is the difference between minutes and hours.
+not one per prompt: on a CPU that is the difference between minutes and hours. The
+model computes in the recipe's precision (bf16 where native: kbake.models.precision).
 """
 
 from __future__ import annotations
@@ -14,20 +15,27 @@ from kbake.models.generate import generate_batch
 
 
 class LocalBackend:
-    def __init__(self, name: str = "default", batch_size: int = 16, device: str | None = None):
+    def __init__(self, name: str = "default", batch_size: int = 16, device: str | None = None,
+                 precision: str = "auto"):
+        from kbake.models.precision import resolve_precision
+
         self.name = name
         self.device = device
         self.batch_size = batch_size
+        self.precision = resolve_precision(precision, device)
         label = "SmolLM2-135M-Instruct" if name == "default" else name
-        self.model_id = f"local:{label}"
+        # bf16 can change a greedy continuation, so its answers are cached apart from fp32's.
+        self.model_id = f"local:{label}" + ("" if self.precision == "fp32" else f"@{self.precision}")
         self._loaded = None
 
     def _load(self):
         """Loaded on the first real call: a run served wholly from the cache never loads it."""
         if self._loaded is None:
             from kbake.models import load_causal_lm
+            from kbake.models.precision import cast_for_inference
 
-            self._loaded = load_causal_lm(self.name, device=self.device)
+            model, tok = load_causal_lm(self.name, device=self.device)
+            self._loaded = cast_for_inference(model, self.precision), tok
         return self._loaded
 
     @property

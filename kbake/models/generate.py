@@ -1,5 +1,13 @@
 """Batched generation with left padding: one `generate` call per batch of prompts.
-Shared by the local LLM backend (synth) and short-answer evaluation."""
+Shared by the local LLM backend (synth) and short-answer evaluation.
+
+The KV cache is transformers' static cache (preallocated to prompt + max_new_tokens)
+rather than the dynamic one, which concatenates every layer's keys and values at every
+step: on 2 CPU cores at batch 32 that concatenation alone was 16% of a decode step
+(benchmarks/decode.py). Greedy outputs are the same token for token (tests/test_generate.py).
+The static cache is not compiled (`disable_compile`): on a CPU, torch.compile of the decode
+step cost over a minute per new shape and made steps slower, not faster (benchmarks/RESULTS.md).
+"""
 
 from __future__ import annotations
 
@@ -18,8 +26,10 @@ class Generated:
 
 
 def generate_batch(model, tok, prompts: list[str], *, max_new_tokens: int, temperature: float = 0.0,
-                   top_p: float = 1.0, seed: int = 0, repetition_penalty: float = 1.0) -> list[Generated]:
-    """Generate a continuation of each prompt (already chat-templated) in one call."""
+                   top_p: float = 1.0, seed: int = 0, repetition_penalty: float = 1.0,
+                   cache: str = "static") -> list[Generated]:
+    """Generate a continuation of each prompt (already chat-templated) in one call.
+    `cache`: 'static' (preallocated, the default) or 'dynamic' (transformers' default)."""
     device = next(model.parameters()).device
     tok.padding_side = "left"  # new tokens must follow every prompt directly
     enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
@@ -29,7 +39,8 @@ def generate_batch(model, tok, prompts: list[str], *, max_new_tokens: int, tempe
         out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=sample,
                              temperature=temperature if sample else None, top_p=top_p if sample else None,
                              top_k=None, repetition_penalty=repetition_penalty if repetition_penalty != 1.0 else None,
-                             pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+                             pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+                             **({"cache_implementation": "static", "disable_compile": True} if cache == "static" else {}))
     new = out[:, enc["input_ids"].shape[1]:]
     eos = tok.eos_token_id
     results = []

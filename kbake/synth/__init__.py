@@ -45,7 +45,8 @@ def llm_for(run: RunDir, args) -> CachedLLM:
     """The run's LLM behind the run's cache (`RUN/cache/llm.sqlite`, owner-only)."""
     return make_llm(args.llm, cache_path=run.root / "cache" / "llm.sqlite", base_url=args.base_url,
                     api_key_env=args.api_key_env, concurrency=args.concurrency, max_retries=args.max_retries,
-                    timeout=args.timeout, token_budget=args.token_budget, batch_size=args.batch_size)
+                    timeout=args.timeout, token_budget=args.token_budget, batch_size=args.batch_size,
+                    precision=args.precision)
 
 
 def complete_jobs(llm: CachedLLM, jobs: list[Job], desc: str, progress: bool):

@@ -125,7 +125,8 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
         if args.method == "memory":
             state["trainable_slots"] = plain.kbake_trainable_slots
         atomic_write_json(out / "trainer_state.json", state)
-        prov = provenance(recipe.model_dump(mode="json"), seed=seed, model=args.base_model)
+        prov = {**provenance(recipe.model_dump(mode="json"), seed=seed, model=args.base_model),
+                "precision": state["precision"]}
         atomic_write_json(out / "provenance.json", prov)
         save_stage(run, f"train/{name}", {**prov, "trainer_state": state})
     return state

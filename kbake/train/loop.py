@@ -2,8 +2,9 @@
 
 Plain PyTorch: AdamW, gradient accumulation, warm-up then cosine or constant LR,
 clipping, periodic eval loss, atomic checkpoints with resume, `metrics.jsonl` per step.
-`accelerate` supplies devices, mixed precision and DDP/FSDP: the same code runs under
-`accelerate launch` on several GPUs or machines.
+`accelerate` supplies devices, mixed precision (bf16 autocast over float32 master weights,
+on CPUs too) and DDP/FSDP: the same code runs under `accelerate launch` on several GPUs
+or machines.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from kbake.config import TrainArgs
+from kbake.models.precision import mixed_precision_flag, resolve_precision
 from kbake.run import make_private_dir
 
 
@@ -35,12 +37,9 @@ class LoopResult:
 
 
 def pick_precision(requested: str) -> str:
-    """accelerate's mixed_precision: bf16/fp16 only where the device has it, else 'no'."""
-    if requested == "fp32" or not torch.cuda.is_available():
-        return "no"
-    if requested == "auto":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return requested
+    """The resolved precision of a training run ('fp32', 'bf16', 'fp16'): `auto` is bf16 only
+    where the device computes it natively (kbake.models.precision), on a CPU as on a GPU."""
+    return resolve_precision(requested)
 
 
 def make_accelerator(args: TrainArgs):
@@ -49,8 +48,21 @@ def make_accelerator(args: TrainArgs):
     from accelerate import Accelerator
 
     has_gpu = torch.cuda.is_available() or (hasattr(torch.backends, "mps") and torch.backends.mps.is_available())
-    return Accelerator(gradient_accumulation_steps=args.grad_accum, mixed_precision=pick_precision(args.precision),
-                       cpu=not has_gpu)
+    flag = mixed_precision_flag(pick_precision(args.precision))
+    allow_precision_change(flag)
+    return Accelerator(gradient_accumulation_steps=args.grad_accum, mixed_precision=flag, cpu=not has_gpu)
+
+
+def allow_precision_change(flag: str) -> None:
+    """accelerate keeps one process-wide AcceleratorState and refuses a second Accelerator
+    with another `mixed_precision`; one process may train an fp32 model and then a bf16 one
+    (`kbake demo --compare`, the tests), so a state of another precision is dropped. The
+    process group (PartialState) is kept."""
+    from accelerate.state import AcceleratorState
+
+    shared = AcceleratorState._shared_state
+    if shared and str(shared.get("_mixed_precision", flag)) != flag:
+        AcceleratorState._reset_state(reset_partial_state=False)
 
 
 def lr_lambda(args: TrainArgs, total: int) -> Callable[[int], float]:
