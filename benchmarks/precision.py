@@ -28,6 +28,8 @@ from kbake.train import full, lora
 from kbake.train.data import pack_blocks, qa_example, text_example
 from kbake.train.loop import run_loop
 
+from machine import machine_rates  # benchmarks/machine.py
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--steps", type=int, default=4, help="timed optimizer steps per training case (one more warms up)")
 ap.add_argument("--batch", type=int, default=4)
@@ -40,24 +42,11 @@ print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; native bf1
       f"auto resolves to {resolve_precision('auto')}")
 
 
-def rate(f, repeats: int) -> float:
-    f()
-    t = time.perf_counter()
-    for _ in range(repeats):
-        f()
-    return (time.perf_counter() - t) / repeats
-
-
 # ---------------------------------------------------------------- the machine
-n = 2048
-for dtype in (torch.float32, torch.bfloat16):
-    x, y = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
-    s = rate(lambda: x @ y, 10)
-    print(f"matmul {n}x{n} {str(dtype).removeprefix('torch.')}: {2 * n**3 / s / 1e9:.0f} GFLOP/s")
-big = torch.ones(256 * 2**20 // 4 * 4, dtype=torch.float32)  # 1 GiB
-s = rate(lambda: big.sum(), 5)
-print(f"memory read (sum of 1 GiB float32): {big.numel() * 4 / s / 1e9:.1f} GB/s")
-del big
+rates = machine_rates()
+print(f"matmul 2048x2048 float32: {rates['fp32'] / 1e9:.0f} GFLOP/s")
+print(f"matmul 2048x2048 bfloat16: {rates['bf16'] / 1e9:.0f} GFLOP/s")
+print(f"memory read (sum of 1 GiB float32): {rates['memory'] / 1e9:.1f} GB/s")
 
 # ---------------------------------------------------------------- training
 if not a.skip_train:

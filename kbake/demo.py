@@ -49,6 +49,11 @@ def run_demo(run_path: Path, recipe: Recipe, *, fast: bool = False, compare: boo
     run = RunDir.at(run_path).ensure()
     save_resolved(recipe, run.config_path("demo"))
     console.rule("[bold]kbake demo[/] — Corvane Hydrosystems 10-K (a fictional company)")
+    from kbake.models.precision import resolve_precision
+
+    console.print(f"precision: synth {resolve_precision(recipe.synth.precision)}, train "
+                  f"{resolve_precision(recipe.train.precision)}, eval {resolve_precision(recipe.eval.precision)} "
+                  "(auto = bf16 where this CPU/GPU computes it natively)")
 
     console.print("[bold]1/4 ingest[/] the sample 10-K")
     report = ingest([str(p) for p in sample_documents()], run, recipe.ingest, seed=recipe.seed, progress=progress)
