@@ -9,6 +9,7 @@ scores and answers are from fp32's on the sample's 77 probes.
 """
 
 import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -67,7 +68,7 @@ if not a.skip_train:
         model, _ = {"full": full, "lora": lora}[method].prepare(model, args)
         with tempfile.TemporaryDirectory() as tmp:
             run_loop(model, x, y, x[:0], y[:0], args, Path(tmp), seed=0, progress=False)
-            rows = [__import__("json").loads(l) for l in open(Path(tmp) / "metrics.jsonl")]
+            rows = [json.loads(l) for l in open(Path(tmp) / "metrics.jsonl")]
         timed = rows[1:]  # the first step warms up
         return sum(r["tokens_per_s"] for r in timed) / len(timed), [r["loss"] for r in rows]
 

@@ -158,7 +158,8 @@ class TrainArgs(StageArgs):
     """Gradient clipping norm."""
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     """auto: bf16 autocast (float32 master weights and optimiser state) where the CPU or GPU computes
-    bf16 natively, fp16 on other GPUs, else fp32. Measured on a 2-core AVX512-BF16 CPU: 2x the tokens/s."""
+    bf16 natively, fp16 on other GPUs, else fp32. Measured on a 2-core AVX512-BF16 CPU: LoRA 1.74x and full 1.58x
+    the fp32 tokens/s (benchmarks/RESULTS.md)."""
     eval_fraction: float = Field(0.05, ge=0.0, lt=0.5)
     """Share of blocks held out for the periodic eval loss."""
     eval_every: int = Field(50, ge=1)

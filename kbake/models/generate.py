@@ -3,8 +3,9 @@ Shared by the local LLM backend (synth) and short-answer evaluation.
 
 The KV cache is transformers' static cache (preallocated to prompt + max_new_tokens)
 rather than the dynamic one, which concatenates every layer's keys and values at every
-step: on 2 CPU cores at batch 32 that concatenation alone was 16% of a decode step
-(benchmarks/decode.py). Greedy outputs are the same token for token (tests/test_generate.py).
+step: on 2 CPU cores at batch 32 that concatenation alone was 16% of a bf16 decode step
+(a torch.profiler run, benchmarks/RESULTS.md). Greedy outputs are the same token for token
+in fp32 (tests/test_precision.py).
 The static cache is not compiled (`disable_compile`): on a CPU, torch.compile of the decode
 step cost over a minute per new shape and made steps slower, not faster (benchmarks/RESULTS.md).
 """

@@ -18,11 +18,8 @@ How each stage uses the answer (docs/train.md, docs/eval.md):
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Literal
 
 import torch
-
-Precision = Literal["auto", "fp32", "bf16", "fp16"]
 
 # CPU feature flags (torch.cpu.get_capabilities(), from cpuinfo) that mean native bf16 arithmetic.
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16", "sve_bf16", "neon_bf16")
@@ -66,10 +63,8 @@ def resolve_precision(requested: str, device: str | torch.device | None = None) 
     """
     device = device or default_device()
     kind = torch.device(device).type
-    if requested == "fp32":
-        return "fp32"
-    if requested == "bf16":
-        return "bf16"
+    if requested in ("fp32", "bf16"):
+        return requested
     if requested == "fp16":
         return "fp16" if kind == "cuda" else "fp32"
     if requested != "auto":

@@ -63,7 +63,8 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
     from kbake.models import load_causal_lm
     from kbake.models.trained import write_meta
     from kbake.sample import general_paragraphs
-    from kbake.train.loop import make_accelerator, pick_precision
+    from kbake.models.precision import resolve_precision
+    from kbake.train.loop import make_accelerator
 
     args = recipe.train
     seed = recipe.seed
@@ -120,7 +121,7 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
             "trainable_params": trainable, "total_params": total_params, "resumed_from_step": result.resumed_from,
             "train_blocks": len(blocks.train_ids), "eval_blocks": len(blocks.eval_ids),
             "new_tokens": blocks.new_tokens, "replay_tokens": blocks.replay_tokens,
-            "world_size": acc.num_processes, "precision": pick_precision(args.precision),
+            "world_size": acc.num_processes, "precision": resolve_precision(args.precision),
         }
         if args.method == "memory":
             state["trainable_slots"] = plain.kbake_trainable_slots

@@ -59,14 +59,14 @@ def train_grpo(run: RunDir, args: TrainArgs, out: Path, *, seed: int, resume: bo
     from peft import LoraConfig
     from trl import GRPOConfig, GRPOTrainer
 
-    from kbake.models.precision import mixed_precision_flag
-    from kbake.train.loop import allow_precision_change, pick_precision
+    from kbake.models.precision import resolve_precision
+    from kbake.train.loop import allow_precision_change
 
     model, tok = start_model(run, args)
     ds = prompts_dataset(run, args, seed)
     names = list(args.grpo_rewards)
-    precision = pick_precision(args.precision)
-    allow_precision_change(mixed_precision_flag(precision))  # the Trainer makes its own Accelerator
+    precision = resolve_precision(args.precision)
+    allow_precision_change(precision)  # the Trainer makes its own Accelerator
     per_device = args.batch_size * args.grpo_num_generations  # completions per step: prompts × generations
     cfg = GRPOConfig(
         output_dir=str(out / "trl"), per_device_train_batch_size=per_device, gradient_accumulation_steps=args.grad_accum,

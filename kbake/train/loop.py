@@ -36,33 +36,29 @@ class LoopResult:
     resumed_from: int | None
 
 
-def pick_precision(requested: str) -> str:
-    """The resolved precision of a training run ('fp32', 'bf16', 'fp16'): `auto` is bf16 only
-    where the device computes it natively (kbake.models.precision), on a CPU as on a GPU."""
-    return resolve_precision(requested)
-
-
 def make_accelerator(args: TrainArgs):
     """The Accelerator of a run. Without a GPU it is told so, which makes several processes
     started by torchrun (or mpirun) one gloo group: DDP on CPUs with no code change."""
     from accelerate import Accelerator
 
     has_gpu = torch.cuda.is_available() or (hasattr(torch.backends, "mps") and torch.backends.mps.is_available())
-    flag = mixed_precision_flag(pick_precision(args.precision))
-    allow_precision_change(flag)
+    flag = allow_precision_change(resolve_precision(args.precision))
     return Accelerator(gradient_accumulation_steps=args.grad_accum, mixed_precision=flag, cpu=not has_gpu)
 
 
-def allow_precision_change(flag: str) -> None:
+def allow_precision_change(precision: str) -> str:
     """accelerate keeps one process-wide AcceleratorState and refuses a second Accelerator
     with another `mixed_precision`; one process may train an fp32 model and then a bf16 one
     (`kbake demo --compare`, the tests), so a state of another precision is dropped. The
-    process group (PartialState) is kept."""
+    process group (PartialState) is kept. Returns accelerate's `mixed_precision` flag for
+    the resolved `precision`."""
     from accelerate.state import AcceleratorState
 
+    flag = mixed_precision_flag(precision)
     shared = AcceleratorState._shared_state
     if shared and str(shared.get("_mixed_precision", flag)) != flag:
         AcceleratorState._reset_state(reset_partial_state=False)
+    return flag
 
 
 def lr_lambda(args: TrainArgs, total: int) -> Callable[[int], float]:
