@@ -307,29 +307,10 @@ def eval_(
     except (FileNotFoundError, ValueError) as e:
         _fail(str(e).splitlines()[0])
     save_resolved(cfg, rd.config_path("eval"))
+    from kbake.eval.report import print_results
+
     print_results(metrics)
     typer.echo(f"report: {rd.eval_dir / 'report.html'}")
-
-
-def print_results(metrics: dict) -> None:
-    """The results table in the terminal (the key columns; all of them are in report.md/html)."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from kbake.eval.report import COLUMNS, table_rows, verdicts
-
-    keep = ["model", "closed-book acc", "paraphrase acc", "verbatim acc", "RAG acc", "trained+RAG acc",
-            "ppl change", "KL", "train time"]
-    idx = [COLUMNS.index(c) for c in keep]
-    console = Console(width=None if sys.stdout.isatty() else 140)
-    table = Table(title="kbake results")
-    for c in keep:
-        table.add_column(c, justify="left" if c == "model" else "right", no_wrap=True)
-    for row in table_rows(metrics):
-        table.add_row(*[row[i] for i in idx])
-    console.print(table)
-    for v in verdicts(metrics):
-        console.print("- " + v.replace("**", ""))
 
 
 @app.command()
@@ -354,7 +335,8 @@ def report(
 def demo(
     run: Path = typer.Option(Path("runs/demo"), "--run", "-r", help=RUN_HELP),
     fast: bool = typer.Option(False, "--fast", help="Use the synthetic corpus shipped in data/ instead of generating one."),
-    compare: bool = typer.Option(False, "--compare", help="Also train raw-text LoRA (regurgitation baseline), full, memory and GRPO."),
+    compare: bool = typer.Option(False, "--compare", help="Train every recipe of recipes/compare/ instead (LoRA with snapshots, raw-text LoRA, full, memory, GRPO, an aggressive full finetune as the forgetting control), one model each."),
+    compare_dir: Optional[Path] = typer.Option(None, "--compare-recipes", help="Folder of recipes for --compare (default: the packaged recipes/compare/)."),
     model: Optional[str] = typer.Option(None, help="Run everything on this model instead of the embedded default (HF id or folder)."),
     recipe: Path = typer.Option(None, "--recipe", help=RECIPE_HELP + " Default: recipes/demo.yaml."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
@@ -373,7 +355,10 @@ def demo(
         flags = {"ingest.tokenizer": model, "synth.llm": f"local:{model}", "train.base_model": model,
                  "eval.base_model": model}
     cfg = _recipe(recipe or _demo_recipe(), set_, flags)
-    run_demo(run, cfg, fast=fast, compare=compare, progress=not quiet)
+    try:
+        run_demo(run, cfg, fast=fast, compare=compare, compare_dir=compare_dir, progress=not quiet)
+    except (FileNotFoundError, ConfigError) as e:
+        _fail(str(e).splitlines()[0])
 
 
 def _demo_recipe() -> Path:

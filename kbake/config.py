@@ -118,6 +118,9 @@ class ProbesArgs(LLMArgs):
     """Longest probe answer from the LLM, in tokens."""
     grounding_min: float = Field(0.5, ge=0.0, le=1.0)
     """Share of the correct answer's content words that must appear in the chunk."""
+    dev_share: float = Field(0.5, ge=0.0, lt=1.0)
+    """Share of the probes marked `split: dev` (choose recipes on these; the rest, `test`, are
+    the reported numbers). Whole chunks go to one split, so no passage is in both."""
 
 
 class TrainArgs(StageArgs):
@@ -166,6 +169,10 @@ class TrainArgs(StageArgs):
     """Optimizer steps between eval-loss measurements."""
     save_every: int = Field(50, ge=1)
     """Optimizer steps between checkpoints (resume with --resume)."""
+    snapshot_every: int = Field(0, ge=0)
+    """Optimizer steps between snapshots of the trained model (RUN/train/NAME/snapshots/step-N/,
+    loadable like model/; kept, unlike checkpoints) that `kbake eval` scores to draw the method's
+    learning-vs-forgetting line; 0 for none."""
     keep_checkpoints: int = Field(1, ge=1)
     """Checkpoints kept on disk (oldest deleted first)."""
     freeze_embeddings: bool = False
@@ -241,9 +248,21 @@ class EvalArgs(StageArgs):
     short_answer_tokens: int = Field(24, ge=1)
     """Longest generated short answer, in tokens."""
     general_paragraphs: int = Field(100, ge=1)
-    """Held-out general paragraphs for perplexity and KL (never used for replay)."""
+    """Held-out Wikipedia paragraphs for the replay-domain perplexity and KL (never replayed
+    themselves, but the same kind of text as the replay data, so replay can lower it)."""
+    novel_passages: int = Field(40, ge=1)
+    """Passages of a public-domain novel (outside the replay data) for perplexity and KL."""
     general_max_tokens: int = Field(128, ge=8)
-    """Tokens of each general paragraph scored."""
+    """Tokens of each Wikipedia paragraph and novel passage scored."""
+    general_eval_items: int = Field(150, ge=0, le=500)
+    """Items scored from each general-eval set (ARC-Easy, PIQA, HellaSwag, SciQ; 500 each) for
+    forgetting that replay cannot hide; 0 to skip. 150 per set cost about 2 min per model in bf16
+    on 2 cores (HellaSwag's long endings take half); intervals narrow as 1/sqrt(items)."""
+    general_eval_sets: list[Literal["arc_easy", "piqa", "hellaswag", "sciq"]] = ["arc_easy", "piqa", "hellaswag", "sciq"]
+    """Which general-eval sets to score."""
+    snapshots: bool = True
+    """Also score the snapshots a run kept (train.snapshot_every) on the test probes and the
+    general-eval sets: the points of each method's learning-vs-forgetting line."""
     general_questions: int = Field(40, ge=0)
     """General (HotpotQA) questions answered closed book for general short-answer F1; 0 to skip."""
     batch_size: int = Field(8, ge=1)

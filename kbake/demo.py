@@ -3,8 +3,10 @@
 ingest the fictional 10-K → install its hand-written probes → synthesise QA + EntiGraph
 with the embedded model (or, with --fast, use the corpus shipped in data/) → train LoRA
 → evaluate against the base model and RAG → print the table and the report's path.
-`--compare` adds the field's seed comparison: raw-text training (the regurgitation
-baseline), full finetuning, sparse memory finetuning and GRPO (recipes/grpo.yaml's sizes).
+`--compare` trains instead every recipe of recipes/compare/ (the demo's LoRA with snapshots,
+raw-text LoRA as the regurgitation baseline, full finetuning, sparse memory finetuning,
+GRPO, and an aggressive full finetune as the forgetting yardstick's positive control), each
+exactly as `kbake train --recipe recipes/compare/NAME.yaml --name NAME` would.
 """
 
 from __future__ import annotations
@@ -15,21 +17,18 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kbake.config import Recipe, TrainArgs, save_resolved
+from kbake.config import Recipe, load_recipe, save_resolved
 from kbake.ingest import ingest
 from kbake.run import RunDir, read_chunks
 from kbake.sample import sample_dir, sample_documents, sample_probes
 
-# (name, train overrides) of the models `--compare` trains besides the recipe's own; the
-# learning rates are those of recipes/full.yaml and recipes/memory.yaml.
-COMPARE = [
-    ("lora-raw", {"method": "lora", "data": ["raw"]}),
-    ("full", {"method": "full", "lr": 5e-5}),
-    ("memory", {"method": "memory", "lr": 2e-2, "lr_schedule": "constant", "warmup_ratio": 0.0, "replay_ratio": 0.0,
-                "memory_top_t": 2048}),
-    ("grpo", {"method": "grpo", "lr": 5e-5, "max_steps": 8, "batch_size": 4, "lr_schedule": "constant",
-              "warmup_ratio": 0.0, "lora_r": 16, "lora_alpha": 32}),
-]
+def compare_recipes(folder: Path | None = None) -> list[Path]:
+    """The recipes `--compare` trains, one model each, named by file (packaged recipes/compare/)."""
+    folder = folder or Path(__file__).resolve().parent / "recipes" / "compare"
+    found = sorted(folder.glob("*.yaml"))
+    if not found:
+        raise FileNotFoundError(f"{folder}: no compare recipes (*.yaml)")
+    return found
 
 
 def shipped_corpus() -> Path:
@@ -38,7 +37,7 @@ def shipped_corpus() -> Path:
 
 
 def run_demo(run_path: Path, recipe: Recipe, *, fast: bool = False, compare: bool = False,
-             progress: bool = True, console: Console | None = None) -> dict:
+             compare_dir: Path | None = None, progress: bool = True, console: Console | None = None) -> dict:
     """Run the demo into `run_path`; returns the eval metrics."""
     from kbake.eval import evaluate
     from kbake.synth import synth
@@ -77,22 +76,29 @@ def run_demo(run_path: Path, recipe: Recipe, *, fast: bool = False, compare: boo
         for k, r in rep.kinds.items():
             console.print(f"    {k}: {r.items} items from {r.jobs} calls (removed {dict(r.removed)})")
 
-    console.print(f"[bold]3/4 train[/] {recipe.train.method} on {', '.join(recipe.train.data)}")
-    plan = [(recipe.train.method, {})] + (COMPARE if compare else [])
-    for name, update in plan:
+    console.print(f"[bold]3/4 train[/] " + (f"the recipes of {compare_dir or 'recipes/compare'}" if compare else
+                  f"{recipe.train.method} on {', '.join(recipe.train.data)}"))
+    if compare:
+        plan = [(p.stem, load_recipe(p)) for p in compare_recipes(compare_dir)]
+    else:
+        plan = [(recipe.train.method, recipe)]
+    for name, r in plan:
         if (run.train_dir / name / "model").exists():
             console.print(f"    {name}: already trained, kept")
             continue
-        r = recipe.model_copy(update={"train": TrainArgs.model_validate({**recipe.train.model_dump(), **update})})
+        # the demo's model (--model) is every row's base; all else is the compare recipe's
+        r = recipe.model_copy(update={"train": r.train.model_copy(update={"base_model": recipe.train.base_model}),
+                                      "seed": r.seed})
         state = train(run, r, name=name, progress=progress)
         console.print(f"    {name}: {state['global_step']} steps, {state['train_seconds']:.0f}s, "
                       f"final loss {state['final_loss']:.3f}")
 
-    console.print("[bold]4/4 eval[/] closed book, RAG, trained+RAG, forgetting")
+    console.print("[bold]4/4 eval[/] closed book (test and dev probes), RAG, trained+RAG, forgetting "
+                  "(general-eval sets, novel and replay-domain perplexity)")
     names = [n for n, _ in plan]
     r = recipe.model_copy(update={"eval": recipe.eval.model_copy(update={"models": names})})
     metrics = evaluate(run, r, progress=progress)
-    from kbake.cli import print_results
+    from kbake.eval.report import print_results
 
     print_results(metrics)
     console.print(f"report: {run.eval_dir / 'report.html'}   ({(time.perf_counter() - t0) / 60:.1f} min in all)")

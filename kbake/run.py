@@ -320,6 +320,11 @@ class Probe:
     passage_id: str = ""
     evidence: str = ""
     chunk_id: str = ""
+    split: str = "test"
+    """'dev' (choose recipes on these) or 'test' (the reported numbers); a file without the field is all test."""
+
+
+SPLITS = ("dev", "test")
 
 
 def write_items(path: Path, items: list) -> None:
@@ -340,4 +345,8 @@ def read_probes(path: Path) -> list[Probe]:
     if not Path(path).exists():
         raise FileNotFoundError(f"{path}: no probes; run `kbake probes --run {Path(path).parent}` (or copy a probes.jsonl there)")
     fields = set(Probe.__dataclass_fields__)
-    return [Probe(**{k: v for k, v in r.items() if k in fields}) for r in read_jsonl(path)]
+    probes = [Probe(**{k: v for k, v in r.items() if k in fields}) for r in read_jsonl(path)]
+    for i, p in enumerate(probes, 1):
+        if p.split not in SPLITS:
+            raise ValueError(f"{path}: line {i} (probe {p.id}): split must be 'dev' or 'test', got {p.split!r}")
+    return probes

@@ -22,14 +22,9 @@ def sample_documents() -> list[Path]:
 
 
 def sample_probes() -> Path:
-    """The 77 held-out probes every reported number is measured on."""
+    """The sample's hand-written probes: 68 `split: dev` paraphrased probes to choose recipes
+    on, and 77 `split: test` probes (on other facts) that every reported number is measured on."""
     return sample_dir() / "probes.jsonl"
-
-
-def sample_dev_probes() -> Path:
-    """68 paraphrased probes on other facts of the same 10-K, for tuning recipes without
-    tuning on the reported probes (copy it to RUN/probes.jsonl of a tuning run)."""
-    return sample_dir() / "dev-probes.jsonl"
 
 
 def general_dir() -> Path:

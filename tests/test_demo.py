@@ -14,7 +14,8 @@ def test_demo_end_to_end_on_the_tiny_model(tmp_path, tiny_model):
     run = tmp_path / "demo"
     sets = ["--set", "train.block_size=64", "--set", "train.epochs=1", "--set", "train.batch_size=8",
             "--set", "eval.general_paragraphs=4", "--set", "eval.general_questions=2",
-            "--set", "eval.short_answer_tokens=4", "--set", "train.max_steps=3"]
+            "--set", "eval.short_answer_tokens=4", "--set", "train.max_steps=3", "--set", "eval.general_eval_items=3",
+            "--set", "eval.novel_passages=3"]
     result = runner.invoke(app, ["demo", "--run", str(run), "--fast", "--model", tiny_model, "-q", *sets])
     assert result.exit_code == 0, result.output
     out = result.output
@@ -32,3 +33,27 @@ def test_demo_end_to_end_on_the_tiny_model(tmp_path, tiny_model):
     assert cmp.exit_code == 0 and cmp.output.count("| lora |") == 2
     missing = runner.invoke(app, ["report", str(tmp_path / "nope")])
     assert missing.exit_code == 2 and "no eval results" in missing.output
+
+
+def test_demo_compare_trains_each_recipe_of_the_folder(tmp_path, tiny_model):
+    """`--compare` trains one model per recipe file, named by file, each exactly as the file says
+    (on the demo's model), and evaluates them all, snapshots included."""
+    recipes = tmp_path / "compare"
+    recipes.mkdir()
+    common = "  base_model: default\n  block_size: 64\n  batch_size: 8\n  max_steps: 4\n  data: [raw]\n"
+    (recipes / "small-lora.yaml").write_text(f"# kbake train\ntrain:\n  method: lora\n{common}  snapshot_every: 2\n")
+    (recipes / "small-full.yaml").write_text(f"# kbake train\ntrain:\n  method: full\n{common}  lr: 1.0e-4\n")
+    run = tmp_path / "demo"
+    sets = ["--set", "eval.general_paragraphs=3", "--set", "eval.general_questions=0", "--set", "eval.short_answers=false",
+            "--set", "eval.general_eval_items=3", "--set", "eval.novel_passages=2"]
+    result = runner.invoke(app, ["demo", "--run", str(run), "--fast", "--compare", "--compare-recipes", str(recipes),
+                                 "--model", tiny_model, "-q", *sets])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((run / "eval" / "metrics.json").read_text())
+    assert [m["name"] for m in metrics["models"]] == ["base", "small-full", "small-lora"]
+    lora = metrics["models"][2]
+    assert [p["step"] for p in lora["trajectory"]] == [2, 4]
+    assert json.loads((run / "train" / "small-full" / "trainer_state.json").read_text())["method"] == "full"
+    bad = runner.invoke(app, ["demo", "--run", str(run), "--fast", "--compare", "--compare-recipes", str(tmp_path / "none"),
+                              "--model", tiny_model, "-q"])
+    assert bad.exit_code != 0 and "no compare recipes" in bad.output

@@ -109,25 +109,61 @@ def test_rag_index_is_kept_until_chunks_change(tmp_path, tiny_model, embedder):
 
 
 def test_report_has_every_section(tmp_path, tiny_model, embedder):
+    """A tiny LoRA run with snapshots, evaluated on both probe splits and two general-eval sets:
+    every new section renders and the numbers hang together."""
     run = small_run(tmp_path / "run", tiny_model)
-    train(run, tiny_recipe(tiny_model, "lora", epochs=1), progress=False)
-    recipe = Recipe(eval=EvalArgs(base_model=tiny_model, general_paragraphs=4, general_questions=3,
+    state = train(run, tiny_recipe(tiny_model, "lora", epochs=1, snapshot_every=2), progress=False)
+    snaps = sorted(p.name for p in (run.train_dir / "lora" / "snapshots").iterdir())
+    assert snaps and all(int(s.split("-")[1]) % 2 == 0 and int(s.split("-")[1]) < state["global_step"] for s in snaps)
+    recipe = Recipe(eval=EvalArgs(base_model=tiny_model, general_paragraphs=4, general_questions=3, novel_passages=3,
+                                  general_eval_items=6, general_eval_sets=["arc_easy", "hellaswag"],
                                   short_answer_tokens=4, batch_size=8))
     metrics = evaluate(run, recipe, progress=False, embedder=embedder)
     names = [m["name"] for m in metrics["models"]]
     assert names == ["base", "lora"]
     base, lora = metrics["models"]
-    assert base["general"]["kl"] == 0.0 and lora["general"]["kl"] > 0
+    assert base["general"]["replay_kl"] == 0.0 and lora["general"]["replay_kl"] > 0 and lora["general"]["novel_kl"] > 0
     assert 0 <= lora["closed_book"]["acc_paraphrase"] <= 1 and "f1" in lora["short_answer"]
     assert lora["trainable_params"] > 0 and lora["method"] == "lora"
-    assert len(metrics["per_probe"]) == metrics["probes"]["n"] == 77
+    # both splits of the shipped probe file, reported apart; the headline is test
+    assert metrics["probes"]["n"] == 145 and metrics["probes"]["n_test"] == 77 and metrics["probes"]["n_dev"] == 68
+    assert lora["closed_book"]["n"] == 77 and lora["dev"]["closed_book"]["n"] == 68
+    assert {p["split"] for p in metrics["per_probe"]} == {"dev", "test"}
+    # general eval: 6 items of each set, per-set accuracy, change with its interval and counts
+    assert base["general_eval"]["n"] == 12 and set(metrics["general"]["general_eval_sets"]) == {"arc_easy", "hellaswag"}
+    ge = lora["vs_base"]["general_eval"]
+    assert ge["n"] == 12 and ge["lo"] <= ge["diff"] <= ge["hi"] and ge["gained"] + ge["lost"] <= 12
+    per_item = [i["models"]["lora"]["correct"] for i in metrics["general_eval_items"]]
+    assert ge["diff"] == pytest.approx(sum(per_item) / 12 - base["general_eval"]["acc"])
+    c = lora["vs_base"]["closed_book"]
+    assert c["diff"] == pytest.approx(lora["closed_book"]["acc"] - base["closed_book"]["acc"])
+    assert lora["vs_base"]["novel_ppl"]["diff"] == pytest.approx(lora["general"]["novel_ppl_change"], rel=1e-3)
+    # the learning-vs-forgetting line: one point per snapshot, then the final model
+    traj = lora["trajectory"]
+    assert [p["step"] for p in traj] == [int(s.split("-")[1]) for s in snaps] + [state["global_step"]]
+    assert all(p["learning"]["n"] == 42 and p["general_eval"]["n"] == 12 for p in traj)
     html = (run.eval_dir / "report.html").read_text()
-    for section in ["Results", "What the numbers say", "Learning vs forgetting", "Per probe", "trained+RAG acc",
-                    "ppl change", "data:image/png;base64,"]:
-        assert section in html
+    for section in ["Results", "General-eval accuracy per set", "ARC-Easy", "HellaSwag", "What the numbers say",
+                    "Methods at equal learning", "Learning vs forgetting", "Per probe", "trained+RAG acc",
+                    "novel ppl change", "replay-domain ppl change", "dev acc", "95% interval", "data:image/png;base64,"]:
+        assert section in html, section
     assert html.count("data:image/png;base64,") == 2
     md = (run.eval_dir / "report.md").read_text()
-    assert "| lora | lora |" in md and "![scatter](scatter.png)" in md
+    assert "| lora | lora |" in md and "![learning versus forgetting](scatter.png)" in md
     assert (run.eval_dir / "scatter.png").read_bytes()[:4] == b"\x89PNG"
     on_disk = json.loads((run.eval_dir / "metrics.json").read_text())
     assert on_disk["models"][1]["closed_book"] == lora["closed_book"]
+
+
+def test_equal_learning_interpolates_along_the_lines():
+    """Two lines through (0,0): A reaches +10 learning at -2 forgetting, B +20 at -8; at the
+    common level 10, B's line (linear from 0 to -8) is at -4."""
+    from kbake.eval.report import equal_learning
+
+    def pt(x, y):
+        return {"learning": {"diff": y / 100}, "general_eval": {"diff": x / 100}}
+
+    metrics = {"models": [{"name": "base"}, {"name": "a", "trajectory": [pt(-1, 5), pt(-2, 10)]},
+                          {"name": "b", "trajectory": [pt(-8, 20)]}]}
+    [line] = equal_learning(metrics)
+    assert "+10.0 points of learning" in line and "-2.0 points for a" in line and "-4.0 for b" in line

@@ -7,11 +7,26 @@ import pytest
 
 from kbake.config import ConfigError, Recipe, load_recipe
 
-RECIPES = sorted((Path(__file__).parent.parent / "recipes").glob("*.yaml"))
+RECIPES = sorted((Path(__file__).parent.parent / "recipes").rglob("*.yaml"))
 
 
 def test_there_are_recipes():
     assert len(RECIPES) >= 1
+
+
+def test_compare_lora_is_the_demo_lora():
+    """`demo --compare`'s lora row must be the model `kbake demo` trains, plus snapshots."""
+    root = Path(__file__).parent.parent / "recipes"
+    demo, lora = load_recipe(root / "demo.yaml").train, load_recipe(root / "compare" / "lora.yaml").train
+    assert lora.snapshot_every > 0
+    assert lora.model_copy(update={"snapshot_every": demo.snapshot_every}) == demo
+
+
+def test_compare_recipes_ship_with_the_package():
+    from kbake.demo import compare_recipes
+
+    names = [p.stem for p in compare_recipes()]
+    assert {"lora", "lora-raw", "full", "memory", "grpo", "full-aggressive"} <= set(names)
 
 
 @pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.name)

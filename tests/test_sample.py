@@ -7,19 +7,29 @@ from collections import Counter
 import pytest
 
 from kbake.run import read_jsonl
-from kbake.sample import sample_dev_probes, sample_documents, sample_probes
+from kbake.run import read_probes
+from kbake.sample import sample_documents, sample_probes
 
-# Both probe files of the sample, held-out and dev, must pass the same checks.
-PROBE_FILES = pytest.mark.parametrize("path", [sample_probes(), sample_dev_probes()], ids=["test", "dev"])
+# Both splits of the sample's probe file, test and dev, must pass the same checks.
+SPLITS = pytest.mark.parametrize("split", ["test", "dev"])
+
+
+def _split(split: str) -> list[dict]:
+    return [p for p in read_jsonl(sample_probes()) if p["split"] == split]
+
+
+def test_one_probe_file_with_both_splits():
+    probes = read_probes(sample_probes())
+    assert Counter(p.split for p in probes) == {"test": 77, "dev": 68}
 
 
 def test_tenk_is_long_enough(sample_text):
     assert len(sample_text.split()) >= 3000
 
 
-@PROBE_FILES
-def test_probes_are_well_formed(sample_text, path):
-    probes = read_jsonl(path)
+@SPLITS
+def test_probes_are_well_formed(sample_text, split):
+    probes = _split(split)
     assert len(probes) >= 60
     html = sample_documents()[0].read_text()
     ids = set(re.findall(r'id="([^"]+)"', html))
@@ -35,12 +45,12 @@ def test_probes_are_well_formed(sample_text, path):
     assert len({p["id"] for p in probes}) == len(probes)
 
 
-@PROBE_FILES
-def test_paraphrased_probes_do_not_copy_the_document(sample_text, path):
+@SPLITS
+def test_paraphrased_probes_do_not_copy_the_document(sample_text, split):
     """A paraphrased question shares no 6-word run with the document."""
     words = sample_text.lower().split()
     grams = {" ".join(words[i : i + 6]) for i in range(len(words) - 5)}
-    for p in read_jsonl(path):
+    for p in _split(split):
         if p["kind"] != "paraphrase":
             continue
         q = p["question"].lower().rstrip("?").split()
@@ -51,7 +61,7 @@ def test_paraphrased_probes_do_not_copy_the_document(sample_text, path):
 def test_dev_probes_ask_about_other_facts_than_the_held_out_probes():
     """Tuning on the dev set must not be tuning on the reported probes: no shared question,
     no shared answering quote, no shared id."""
-    test, dev = read_jsonl(sample_probes()), read_jsonl(sample_dev_probes())
+    test, dev = _split("test"), _split("dev")
     for key in ("id", "question"):
         assert not {p[key] for p in test} & {p[key] for p in dev}, key
     for d in dev:  # a quote contained in the other (equal ones included) answers the same fact

@@ -1,10 +1,19 @@
 """`kbake eval`: did training put the knowledge in, what did it cost, and would plain
 retrieval have done as well?
 
-For the base model and every trained model in the run: closed-book accuracy on the
-held-out probes (multiple choice by log-likelihood; short answers by F1/EM), the same with
-the top-k retrieved chunks in the prompt (RAG), and forgetting on held-out general text
-(perplexity change, KL against the base, general QA F1). Writes RUN/eval/.
+For the base model and every trained model in the run:
+- learning: closed-book accuracy on the probes (multiple choice by log-likelihood, and the
+  margin of the right option over the best wrong one; short answers by F1/EM), reported
+  per split: `test` is the headline, `dev` is for choosing recipes;
+- RAG: the same with the top-k retrieved chunks in the prompt;
+- forgetting: accuracy on four general multiple-choice sets replay cannot help with
+  (`general_eval`), perplexity and KL on a novel and on held-out Wikipedia (the replay
+  domain), general QA F1;
+- every change against the base model with a paired bootstrap 95% interval and the counts
+  of items gained and lost (`intervals`);
+- for models that kept snapshots (`train.snapshot_every`), the learning and general-eval
+  change at each, for comparing methods at equal learning.
+Writes RUN/eval/.
 """
 
 from __future__ import annotations
@@ -13,17 +22,32 @@ import gc
 import json
 import random
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from kbake.config import Recipe
 from kbake.eval.forgetting import encode_general, general_nll_and_kl
+from kbake.eval.general_eval import load_set, novel_passages, score_items
+from kbake.eval.intervals import paired_bootstrap, paired_bootstrap_ppl
 from kbake.eval.rag import is_hit, load_index, rag_prompt
-from kbake.eval.score import exact_match, score_choices_many, token_f1
+from kbake.eval.score import choice_and_margin, exact_match, score_choices_many, token_f1
 from kbake.models.generate import chat_prompt, generate_batch
 from kbake.run import RunDir, atomic_write_json, make_private_dir, provenance, read_probes, save_stage
 from kbake.sample import general_paragraphs, general_questions
 
 SHORT_ANSWER_SUFFIX = "\nAnswer in a few words."
+
+
+@dataclass
+class EvalData:
+    """Everything every model is scored on, prepared once."""
+
+    probes: list
+    rag_passages: list[list[str]]
+    replay_seqs: list[list[int]]
+    novel_seqs: list[list[int]]
+    questions: list[dict]
+    general_items: list[dict]
 
 
 def trained_models(run: RunDir, names: list[str]) -> list[Path]:
@@ -39,6 +63,14 @@ def trained_models(run: RunDir, names: list[str]) -> list[Path]:
     return found
 
 
+def snapshots(folder: Path) -> list[tuple[int, Path]]:
+    """(step, folder) of the snapshots a training run kept (RUN/train/<name>/snapshots/step-N)."""
+    from kbake.models.trained import TRAINED_META
+
+    snaps = [(int(p.name.split("-")[1]), p) for p in (folder / "snapshots").glob("step-*") if (p / TRAINED_META).exists()]
+    return sorted(snaps)
+
+
 def option_order(probe) -> tuple[list[str], int]:
     """The four options in a fixed per-probe order, and the index of the correct one."""
     opts = [probe.answer, *probe.distractors]
@@ -47,6 +79,7 @@ def option_order(probe) -> tuple[list[str], int]:
 
 
 def _mc(model, tok, prefixes: list[str], probes, desc: str, progress: bool) -> list[dict]:
+    """Per probe: {correct, choice, margin} (margin: mean log-prob of the right option minus the best wrong one)."""
     from tqdm import tqdm
 
     orders = [option_order(p) for p in probes]
@@ -54,8 +87,8 @@ def _mc(model, tok, prefixes: list[str], probes, desc: str, progress: bool) -> l
         scores = score_choices_many(model, tok, prefixes, [o for o, _ in orders], progress=bar.update)
     out = []
     for (opts, gold), sc in zip(orders, scores):
-        best = max(range(len(opts)), key=lambda i: sc[i])
-        out.append({"correct": best == gold, "choice": opts[best]})
+        best, margin = choice_and_margin(sc, gold)
+        out.append({"correct": best == gold, "choice": opts[best], "margin": round(margin, 5)})
     return out
 
 
@@ -67,48 +100,134 @@ def _generate(model, tok, questions: list[str], args) -> list[str]:
     return texts
 
 
-def _acc(rows: list[dict], probes, kind: str | None = None) -> float | None:
-    sel = [r["correct"] for r, p in zip(rows, probes) if kind is None or p.kind == kind]
-    return sum(sel) / len(sel) if sel else None
-
-
-def evaluate_model(name: str, model, tok, probes, rag_passages: list[list[str]], general_seqs, gq: list[dict],
-                   args, base=None, progress: bool = True) -> dict:
-    """Every number of one model; `base` None means this is the base model (KL 0 by definition)."""
-    t0 = time.perf_counter()
-    closed = _mc(model, tok, [chat_prompt(tok, p.question) for p in probes], probes, f"{name}: closed book", progress)
-    rag = _mc(model, tok, [chat_prompt(tok, rag_prompt(p.question, ps)) for p, ps in zip(probes, rag_passages)],
-              probes, f"{name}: RAG", progress)
-    res = {
-        "name": name,
-        "closed_book": {"acc": _acc(closed, probes), **{f"acc_{k}": _acc(closed, probes, k) for k in _kinds(probes)}},
-        "rag": {"acc": _acc(rag, probes), **{f"acc_{k}": _acc(rag, probes, k) for k in _kinds(probes)}},
-        "per_probe": {p.id: {"closed": c["correct"], "closed_choice": c["choice"], "rag": r["correct"]}
-                      for p, c, r in zip(probes, closed, rag)},
-    }
-    if args.short_answers:
-        answers = _generate(model, tok, [p.question for p in probes], args)
-        f1 = [token_f1(a, p.reference) for a, p in zip(answers, probes)]
-        em = [exact_match(a, p.reference) for a, p in zip(answers, probes)]
-        res["short_answer"] = {"f1": sum(f1) / len(f1), "em": sum(em) / len(em),
-                               **{f"f1_{k}": _mean([x for x, p in zip(f1, probes) if p.kind == k]) for k in _kinds(probes)}}
-        for p, a, f in zip(probes, answers, f1):
-            res["per_probe"][p.id].update(short=a, f1=round(f, 4))
-    g = general_nll_and_kl(model, base, general_seqs, args.batch_size, tok.pad_token_id)
-    res["general"] = {"ppl": g["ppl"], "nll": g["nll"], "kl": g["kl"] if base is not None else 0.0, "tokens": g["tokens"]}
-    if gq:
-        answers = _generate(model, tok, [q["question"] for q in gq], args)
-        res["general"]["qa_f1"] = _mean([token_f1(a, q["answer"]) for a, q in zip(answers, gq)])
-    res["eval_seconds"] = round(time.perf_counter() - t0, 1)
-    return res
+def _mean(xs) -> float | None:
+    xs = list(xs)
+    return sum(xs) / len(xs) if xs else None
 
 
 def _kinds(probes) -> list[str]:
     return sorted({p.kind for p in probes})
 
 
-def _mean(xs: list[float]) -> float | None:
-    return sum(xs) / len(xs) if xs else None
+def split_stats(rows: list[dict], probes, split: str) -> dict | None:
+    """Accuracy (all and per kind) and mean margin over the probes of one split; None if it has none."""
+    sel = [(r, p) for r, p in zip(rows, probes) if p.split == split]
+    if not sel:
+        return None
+    out = {"n": len(sel), "acc": _mean(r["correct"] for r, _ in sel)}
+    out.update({f"acc_{k}": _mean(r["correct"] for r, p in sel if p.kind == k) for k in _kinds([p for _, p in sel])})
+    if "margin" in sel[0][0]:
+        out["margin"] = _mean(r["margin"] for r, _ in sel)
+    return out
+
+
+def general_eval_stats(items: list[dict]) -> dict:
+    sets = sorted({i["set"] for i in items})
+    return {"n": len(items), "acc": _mean(i["correct"] for i in items), "margin": _mean(i["margin"] for i in items),
+            **{f"acc_{s}": _mean(i["correct"] for i in items if i["set"] == s) for s in sets}}
+
+
+def evaluate_model(name: str, model, tok, data: EvalData, args, base=None, progress: bool = True,
+                   snapshot: bool = False) -> dict:
+    """Every number of one model; `base` None means this is the base model (KL 0 by definition).
+    A `snapshot` gets only what the learning-vs-forgetting line needs: closed-book test probes
+    and the general-eval sets. Per-item results are under "_items" (for the intervals)."""
+    t0 = time.perf_counter()
+    probes = [p for p in data.probes if p.split == "test"] if snapshot else data.probes
+    closed = _mc(model, tok, [chat_prompt(tok, p.question) for p in probes], probes, f"{name}: closed book", progress)
+    res = {"name": name, "closed_book": split_stats(closed, probes, "test")}
+    items = {"closed": closed}
+    if data.general_items:
+        from tqdm import tqdm
+
+        with tqdm(total=len(data.general_items), desc=f"{name}: general eval", unit="item", disable=not progress,
+                  leave=False) as bar:
+            items["general_eval"] = score_items(model, tok, data.general_items, progress=bar.update)
+        res["general_eval"] = general_eval_stats(items["general_eval"])
+    if snapshot:
+        res["_items"] = items
+        res["eval_seconds"] = round(time.perf_counter() - t0, 1)
+        return res
+
+    rag = _mc(model, tok, [chat_prompt(tok, rag_prompt(p.question, ps)) for p, ps in zip(probes, data.rag_passages)],
+              probes, f"{name}: RAG", progress)
+    items["rag"] = rag
+    res["rag"] = split_stats(rag, probes, "test")
+    res["dev"] = {"closed_book": split_stats(closed, probes, "dev"), "rag": split_stats(rag, probes, "dev")} \
+        if any(p.split == "dev" for p in probes) else None
+    res["per_probe"] = {p.id: {"closed": c["correct"], "closed_choice": c["choice"], "margin": c["margin"],
+                               "rag": r["correct"]} for p, c, r in zip(probes, closed, rag)}
+    if args.short_answers:
+        answers = _generate(model, tok, [p.question for p in probes], args)
+        f1 = [token_f1(a, p.reference) for a, p in zip(answers, probes)]
+        em = [exact_match(a, p.reference) for a, p in zip(answers, probes)]
+        test = [i for i, p in enumerate(probes) if p.split == "test"]
+        res["short_answer"] = {"f1": _mean(f1[i] for i in test), "em": _mean(em[i] for i in test),
+                               **{f"f1_{k}": _mean(f1[i] for i in test if probes[i].kind == k) for k in _kinds(probes)}}
+        if res["dev"]:
+            res["dev"]["short_answer_f1"] = _mean(f for f, p in zip(f1, probes) if p.split == "dev")
+        for p, a, f in zip(probes, answers, f1):
+            res["per_probe"][p.id].update(short=a, f1=round(f, 4))
+    g = general_nll_and_kl(model, base, data.replay_seqs, args.batch_size, tok.pad_token_id)
+    nv = general_nll_and_kl(model, base, data.novel_seqs, args.batch_size, tok.pad_token_id)
+    items["replay_nll"], items["novel_nll"] = g["seq_nll"], nv["seq_nll"]
+    items["replay_tokens"], items["novel_tokens"] = g["seq_tokens"], nv["seq_tokens"]
+    res["general"] = {"replay_ppl": g["ppl"], "replay_kl": g["kl"] if base is not None else 0.0,
+                      "replay_tokens": g["tokens"], "novel_ppl": nv["ppl"],
+                      "novel_kl": nv["kl"] if base is not None else 0.0, "novel_tokens": nv["tokens"]}
+    if data.questions:
+        answers = _generate(model, tok, [q["question"] for q in data.questions], args)
+        res["general"]["qa_f1"] = _mean([token_f1(a, q["answer"]) for a, q in zip(answers, data.questions)])
+    res["_items"] = items
+    res["eval_seconds"] = round(time.perf_counter() - t0, 1)
+    return res
+
+
+def learning_kind(probes) -> str | None:
+    """The probe kind learning is judged on: paraphrased probes when there are any (answering a
+    reworded question is knowing, verbatim is recall of the text), else all probes (None)."""
+    return "paraphrase" if any(p.kind == "paraphrase" and p.split == "test" for p in probes) else None
+
+
+def changes(model_items: dict, base_items: dict, probes, seed: int) -> dict:
+    """Every change against the base model with its paired bootstrap interval."""
+    def pick(rows, key, keep):
+        return [float(r[key]) for r, p in zip(rows, probes) if keep(p)]
+
+    def on(key_rows, key, keep):
+        if key_rows not in model_items:
+            return None
+        return paired_bootstrap(pick(base_items[key_rows], key, keep), pick(model_items[key_rows], key, keep), seed=seed)
+
+    test = lambda p: p.split == "test"  # noqa: E731
+    out = {"closed_book": on("closed", "correct", test), "margin": on("closed", "margin", test)}
+    for k in _kinds(probes):
+        out[f"closed_book_{k}"] = on("closed", "correct", lambda p, k=k: test(p) and p.kind == k)
+    if "rag" in model_items:
+        out["trained_rag"] = on("rag", "correct", test)
+        out["dev_closed_book"] = on("closed", "correct", lambda p: p.split == "dev")
+        out["dev_margin"] = on("closed", "margin", lambda p: p.split == "dev")
+    if "general_eval" in model_items:
+        b, m = base_items["general_eval"], model_items["general_eval"]
+        out["general_eval"] = paired_bootstrap([i["correct"] for i in b], [i["correct"] for i in m], seed=seed)
+        out["general_eval_margin"] = paired_bootstrap([i["margin"] for i in b], [i["margin"] for i in m], seed=seed)
+        for s in sorted({i["set"] for i in b}):
+            out[f"general_eval_{s}"] = paired_bootstrap([i["correct"] for i in b if i["set"] == s],
+                                                        [i["correct"] for i in m if i["set"] == s], seed=seed)
+    for text in ("replay", "novel"):
+        if f"{text}_nll" in model_items:
+            out[f"{text}_ppl"] = paired_bootstrap_ppl(base_items[f"{text}_nll"], model_items[f"{text}_nll"],
+                                                      base_items[f"{text}_tokens"], seed=seed)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _load(folder: Path, precision: str):
+    from kbake.models.precision import cast_for_inference
+    from kbake.models.trained import load_trained
+
+    model, tok = load_trained(folder, merge=True)  # merged in float32, then cast
+    cast_for_inference(model, precision)
+    return model, tok
 
 
 def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=None) -> dict:
@@ -116,59 +235,100 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
     from kbake.eval.report import write_report
     from kbake.models import load_causal_lm
     from kbake.models.precision import cast_for_inference, resolve_precision
-    from kbake.models.trained import load_trained
 
     args = recipe.eval
     precision = resolve_precision(args.precision)
     probes = read_probes(run.probes)
     if not probes:
         raise ValueError(f"{run.probes} is empty: nothing to evaluate")
+    if not any(p.split == "test" for p in probes):
+        raise ValueError(f"{run.probes}: no probes with split 'test' (the reported numbers); mark some `\"split\": \"test\"`")
     folders = trained_models(run, args.models)
     base, tok = load_causal_lm(args.base_model)
     cast_for_inference(base, precision)
 
     index, rebuilt = load_index(run, args.embedder, embedder)
     hits = index.search([p.question for p in probes], args.rag_k)
-    rag_passages = [[index.texts[i] for i in row] for row in hits]
     recall = [any(is_hit(p, index.chunk_ids[i], index.texts[i]) for i in row) for p, row in zip(probes, hits)]
-    general_seqs = encode_general(tok, general_paragraphs("eval")[: args.general_paragraphs], args.general_max_tokens)
-    gq = general_questions()[: args.general_questions]
+    data = EvalData(
+        probes=probes,
+        rag_passages=[[index.texts[i] for i in row] for row in hits],
+        replay_seqs=encode_general(tok, general_paragraphs("eval")[: args.general_paragraphs], args.general_max_tokens),
+        novel_seqs=encode_general(tok, novel_passages(args.novel_passages), args.general_max_tokens),
+        questions=general_questions()[: args.general_questions],
+        general_items=[it for s in args.general_eval_sets for it in load_set(s, args.general_eval_items)],
+    )
 
-    models = [evaluate_model("base", base, tok, probes, rag_passages, general_seqs, gq, args, None, progress)]
+    models = [evaluate_model("base", base, tok, data, args, None, progress)]
     models[0].update(method="base", trainable_params=0, train_seconds=0.0)
+    base_items = models[0]["_items"]
     for folder in folders:
-        model, mtok = load_trained(folder, merge=True)  # merged in float32, then cast
-        cast_for_inference(model, precision)
-        res = evaluate_model(folder.name, model, mtok, probes, rag_passages, general_seqs, gq, args, base, progress)
-        state = json.loads((folder / "trainer_state.json").read_text()) if (folder / "trainer_state.json").exists() else {}
-        res.update(method=state.get("method", "?"), trainable_params=state.get("trainable_params"),
-                   train_seconds=state.get("train_seconds"), data=_train_data(folder))
-        models.append(res)
+        model, mtok = _load(folder, precision)
+        res = evaluate_model(folder.name, model, mtok, data, args, base, progress)
         del model
         gc.collect()
-    base_ppl = models[0]["general"]["ppl"]
+        state = json.loads((folder / "trainer_state.json").read_text()) if (folder / "trainer_state.json").exists() else {}
+        res.update(method=state.get("method", "?"), trainable_params=state.get("trainable_params"),
+                   train_seconds=state.get("train_seconds"), data=_train_data(folder), steps=state.get("global_step"))
+        res["vs_base"] = changes(res["_items"], base_items, probes, recipe.seed)
+        res["trajectory"] = _trajectory(folder, res, data, args, precision, base_items, recipe.seed, progress)
+        models.append(res)
     for m in models:
-        m["general"]["ppl_change"] = m["general"]["ppl"] / base_ppl - 1
+        g = models[0]["general"]
+        m["general"]["replay_ppl_change"] = m["general"]["replay_ppl"] / g["replay_ppl"] - 1
+        m["general"]["novel_ppl_change"] = m["general"]["novel_ppl"] / g["novel_ppl"] - 1
 
+    names = [m["name"] for m in models]
     metrics = {
         "provenance": {**provenance(recipe.model_dump(mode="json")["eval"], seed=recipe.seed, model=args.base_model),
                        "precision": precision},
-        "probes": {"n": len(probes), "kinds": {k: sum(p.kind == k for p in probes) for k in _kinds(probes)}},
-        "retrieval": {"k": args.rag_k, "recall_at_k": sum(recall) / len(recall), "embedder": args.embedder,
-                      "index_rebuilt": rebuilt},
-        "general": {"paragraphs": len(general_seqs), "questions": len(gq)},
+        "probes": {"n": len(probes), "n_test": sum(p.split == "test" for p in probes),
+                   "n_dev": sum(p.split == "dev" for p in probes), "learning_kind": learning_kind(probes),
+                   "kinds": {k: sum(p.kind == k and p.split == "test" for p in probes) for k in _kinds(probes)}},
+        "retrieval": {"k": args.rag_k, "recall_at_k": _mean(r for r, p in zip(recall, probes) if p.split == "test"),
+                      "embedder": args.embedder, "index_rebuilt": rebuilt},
+        "general": {"paragraphs": len(data.replay_seqs), "novel_passages": len(data.novel_seqs),
+                    "questions": len(data.questions), "general_eval_sets": list(args.general_eval_sets),
+                    "general_eval_items": len(data.general_items)},
         "models": models,
-        "per_probe": [{"id": p.id, "kind": p.kind, "question": p.question, "answer": p.answer,
+        "per_probe": [{"id": p.id, "split": p.split, "kind": p.kind, "question": p.question, "answer": p.answer,
                        "reference": p.reference, "retrieved_source": hit,
                        "models": {m["name"]: m["per_probe"][p.id] for m in models}} for p, hit in zip(probes, recall)],
+        "general_eval_items": [{"id": it["id"], "set": it["source"], "answer": it["answer"],
+                                "models": {n: {k: m["_items"]["general_eval"][i][k] for k in ("correct", "margin")}
+                                           for n, m in zip(names, models)}}
+                               for i, it in enumerate(data.general_items)],
     }
     for m in models:
-        del m["per_probe"]
+        del m["per_probe"], m["_items"]
     make_private_dir(run.eval_dir)
     atomic_write_json(run.eval_dir / "metrics.json", metrics)
     write_report(run.eval_dir, metrics)
-    save_stage(run, "eval", {**metrics["provenance"], "models": [m["name"] for m in models]})
+    save_stage(run, "eval", {**metrics["provenance"], "models": names})
     return metrics
+
+
+def _trajectory(folder: Path, final: dict, data: EvalData, args, precision: str, base_items: dict, seed: int,
+                progress: bool) -> list[dict]:
+    """The learning and general-eval change at each snapshot, then at the final model."""
+    key = learning_kind(data.probes)
+    lkey = f"closed_book_{key}" if key else "closed_book"
+    test_probes = [p for p in data.probes if p.split == "test"]
+    base_test = {"closed": [r for r, p in zip(base_items["closed"], data.probes) if p.split == "test"],
+                 "general_eval": base_items.get("general_eval")}
+    base_test = {k: v for k, v in base_test.items() if v is not None}
+    points = []
+    for step, snap in (snapshots(folder) if args.snapshots else []):
+        model, tok = _load(snap, precision)
+        res = evaluate_model(f"{folder.name}@{step}", model, tok, data, args, None, progress, snapshot=True)
+        del model
+        gc.collect()
+        ch = changes(res["_items"], base_test, test_probes, seed)
+        points.append({"step": step, "learning": ch.get(lkey), "general_eval": ch.get("general_eval"),
+                       "eval_seconds": res["eval_seconds"]})
+    points.append({"step": final.get("steps"), "learning": final["vs_base"].get(lkey),
+                   "general_eval": final["vs_base"].get("general_eval")})
+    return points
 
 
 def _train_data(folder: Path) -> list[str] | None:

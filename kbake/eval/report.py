@@ -1,6 +1,8 @@
-"""The report: one table (model × learning, RAG, forgetting, cost), a learning-versus-
-forgetting scatter, accuracy by probe kind, per-probe results; as Markdown, a
-self-contained HTML page (plots embedded as PNG), and the JSON it is built from."""
+"""The report: the results table (model × learning, RAG, forgetting, cost), general-eval
+accuracy per set, every change against the base with its paired 95% interval, methods
+compared at equal learning, the learning-versus-forgetting plot, per-probe results; as
+Markdown, a self-contained HTML page (plots embedded as PNG), the terminal table, and the
+JSON it is built from."""
 
 from __future__ import annotations
 
@@ -8,12 +10,16 @@ import base64
 import html
 import io
 import json
+import re
+from itertools import combinations
 from pathlib import Path
 
 from kbake.run import atomic_write_bytes, atomic_write_text
 
-COLUMNS = ["model", "method", "closed-book acc", "paraphrase acc", "verbatim acc", "RAG acc", "trained+RAG acc",
-           "short-answer F1", "ppl change", "KL", "general QA F1", "trainable params", "train time"]
+COLUMNS = ["model", "method", "closed-book acc", "paraphrase acc", "verbatim acc", "margin", "dev acc", "RAG acc",
+           "trained+RAG acc", "short-answer F1", "general-eval acc", "novel ppl change", "replay-domain ppl change",
+           "KL", "general QA F1", "trainable params", "train time"]
+SET_NAMES = {"arc_easy": "ARC-Easy", "piqa": "PIQA", "hellaswag": "HellaSwag", "sciq": "SciQ"}
 
 
 def _pct(x) -> str:
@@ -24,52 +30,146 @@ def _num(x, fmt="{:.4f}") -> str:
     return "—" if x is None else fmt.format(x)
 
 
+def fmt_change(c: dict | None, scale: float = 100, unit: str = "", counts: bool = False) -> str:
+    """'+14.3 [+2.4, +26.2]' (points, or `unit`), optionally with '8↑ 2↓' (items gained, lost)."""
+    if not c:
+        return "—"
+    s = f"{scale * c['diff']:+.1f}{unit} [{scale * c['lo']:+.1f}, {scale * c['hi']:+.1f}]"
+    return s + (f" {c['gained']}↑ {c['lost']}↓" if counts else "")
+
+
+def beyond_noise(c: dict | None) -> bool:
+    """The 95% interval excludes zero."""
+    return bool(c) and (c["lo"] > 0 or c["hi"] < 0)
+
+
+def learning_key(metrics: dict) -> tuple[str, str]:
+    """(key in closed_book / vs_base suffix, label) of the learning figure: paraphrased test probes if any."""
+    k = metrics["probes"].get("learning_kind")
+    return (f"acc_{k}", f"closed_book_{k}") if k else ("acc", "closed_book")
+
+
+def _with_change(value, change: dict | None) -> str:
+    return _pct(value) + (f" ({fmt_change(change)})" if change else "")
+
+
 def table_rows(metrics: dict) -> list[list[str]]:
-    base_rag = metrics["models"][0]["rag"]["acc"]
+    base = metrics["models"][0]
+    base_rag = base["rag"]["acc"]
     rows = []
     for m in metrics["models"]:
-        cb, g = m["closed_book"], m["general"]
+        cb, g, vs = m["closed_book"], m["general"], m.get("vs_base", {})
         is_base = m["method"] == "base"
+        dev = (m.get("dev") or {}).get("closed_book")
+        ge = m.get("general_eval")
         rows.append([
-            m["name"], m["method"], _pct(cb["acc"]), _pct(cb.get("acc_paraphrase")), _pct(cb.get("acc_verbatim")),
+            m["name"], m["method"], _with_change(cb["acc"], vs.get("closed_book")),
+            _with_change(cb.get("acc_paraphrase"), vs.get("closed_book_paraphrase")),
+            _with_change(cb.get("acc_verbatim"), vs.get("closed_book_verbatim")),
+            _num(cb.get("margin"), "{:+.3f}") + (f" ({fmt_change(vs['margin'], 1)})" if vs.get("margin") else ""),
+            _pct(dev["acc"]) if dev else "—",
             _pct(base_rag), "—" if is_base else _pct(m["rag"]["acc"]),
-            _pct(m.get("short_answer", {}).get("f1")), "—" if is_base else f"{100 * g['ppl_change']:+.1f}%",
-            _num(g["kl"]), _pct(g.get("qa_f1")),
+            _pct(m.get("short_answer", {}).get("f1")),
+            _with_change(ge["acc"], vs.get("general_eval")) if ge else "—",
+            "—" if is_base else fmt_change(vs.get("novel_ppl"), unit="%"),
+            "—" if is_base else fmt_change(vs.get("replay_ppl"), unit="%"),
+            _num(g.get("novel_kl")) + " / " + _num(g.get("replay_kl")),
+            _pct(g.get("qa_f1")),
             f"{m['trainable_params']:,}" if m.get("trainable_params") is not None else "—",
             "—" if not m.get("train_seconds") else f"{m['train_seconds'] / 60:.1f} min",
         ])
     return rows
 
 
+def general_eval_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
+    """Per general-eval set: base accuracy, then each model's accuracy and change with interval and counts."""
+    sets = metrics["general"].get("general_eval_sets", [])
+    models = metrics["models"]
+    if not metrics["general"].get("general_eval_items"):
+        return [], []
+    header = ["set", "items"] + [m["name"] for m in models]
+    rows = []
+    n_per = {s: sum(1 for i in metrics.get("general_eval_items", []) if i["set"] == s) for s in sets}
+    for s in [*sets, None]:
+        key, vkey = (f"acc_{s}", f"general_eval_{s}") if s else ("acc", "general_eval")
+        row = [SET_NAMES.get(s, s) if s else "all", str(n_per[s] if s else sum(n_per.values()))]
+        for m in models:
+            acc = (m.get("general_eval") or {}).get(key)
+            ch = m.get("vs_base", {}).get(vkey)
+            row.append(_pct(acc) + (f" ({fmt_change(ch, counts=True)})" if ch else ""))
+        rows.append(row)
+    return header, rows
+
+
 def verdicts(metrics: dict) -> list[str]:
-    """Plain sentences on what each trained model did, as measured; no spin."""
+    """Plain sentences on what each trained model did, as measured, with its intervals; no spin."""
     models = metrics["models"]
     base = models[0]
-    kinds = sorted(metrics["probes"]["kinds"])
+    key, vkey = learning_key(metrics)
+    label = "paraphrased test probes" if key != "acc" else "test probes"
+    n = metrics["probes"].get("kinds", {}).get("paraphrase") if key != "acc" else metrics["probes"].get("n_test")
     out = []
-    n = metrics["probes"]["n"]
     for m in models[1:]:
-        parts = []
-        for k in ["paraphrase", "verbatim"] if {"paraphrase", "verbatim"} <= set(kinds) else [None]:
-            key = "acc" if k is None else f"acc_{k}"
-            d = m["closed_book"][key] - base["closed_book"][key]
-            label = {"paraphrase": "paraphrased probes", "verbatim": "verbatim probes", None: "all probes"}[k]
-            verdict = "beats" if d > 0 else "does not beat" if d < 0 else "ties"
-            parts.append(f"on {label} it {verdict} the base model ({_pct(m['closed_book'][key])} vs "
-                         f"{_pct(base['closed_book'][key])}, {100 * d:+.1f} points)")
-        wins = sum(1 for p in metrics["per_probe"] if p["models"][m["name"]]["closed"] and not p["models"]["base"]["closed"])
-        losses = sum(1 for p in metrics["per_probe"] if not p["models"][m["name"]]["closed"] and p["models"]["base"]["closed"])
+        vs = m.get("vs_base", {})
+        c = vs.get(vkey)
+        if c is None:
+            continue
+        noise = "beyond noise" if beyond_noise(c) else "within noise: its interval includes zero"
+        s = (f"**{m['name']}** ({m['method']}): on {label} {_pct(m['closed_book'][key])} vs {_pct(base['closed_book'][key])}"
+             f" for the base, {fmt_change(c)} points (95% interval), {c['gained']} gained and {c['lost']} lost of {c['n']}"
+             f" ({noise}; one probe is {100 / max(c['n'], 1):.1f} points).")
+        if vs.get("margin"):
+            s += f" Margin of the right option {fmt_change(vs['margin'], 1)} nats/token."
+        if vs.get("dev_closed_book"):
+            s += f" Dev probes: {fmt_change(vs['dev_closed_book'])} points."
         rag = base["rag"]["acc"]
         vs_rag = "above" if m["closed_book"]["acc"] > rag else "below" if m["closed_book"]["acc"] < rag else "equal to"
-        out.append(
-            f"**{m['name']}** ({m['method']}): " + "; ".join(parts)
-            + f". It gets {wins} of {n} probes right that the base model missed and misses {losses} the base got right"
-            + f" (with {n} probes, one probe is {100 / n:.1f} points). Closed book it is {vs_rag} RAG on the base model"
-            + f" ({_pct(m['closed_book']['acc'])} vs {_pct(rag)}). General perplexity changed by "
-            + f"{100 * m['general']['ppl_change']:+.1f}%, KL to the base {m['general']['kl']:.4f} nats/token."
-        )
+        s += f" Closed book it is {vs_rag} RAG on the base model ({_pct(m['closed_book']['acc'])} vs {_pct(rag)})."
+        ge = vs.get("general_eval")
+        if ge:
+            what = ("a drop beyond its interval: forgetting" if ge["hi"] < 0 else
+                    "a gain beyond its interval" if ge["lo"] > 0 else "no change beyond its interval")
+            s += (f" General-eval accuracy {fmt_change(ge)} points over {ge['n']} items ({ge['gained']} gained,"
+                  f" {ge['lost']} lost): {what}.")
+        if vs.get("novel_ppl"):
+            s += f" Perplexity on the novel {fmt_change(vs['novel_ppl'], unit='%')}"
+        if vs.get("replay_ppl"):
+            s += f", on the replay domain (Wikipedia) {fmt_change(vs['replay_ppl'], unit='%')}"
+        s += f"; KL to the base {_num(m['general'].get('novel_kl'))} nats/token on the novel."
+        out.append(s)
     if len(models) == 1:
         out.append("Only the base model was evaluated: train a model (`kbake train`) to see learning and forgetting.")
+    return out
+
+
+def _cross(points: list[tuple[float, float]], level: float) -> float | None:
+    """x where the line through `points` (x, y), in training order, first reaches y = level."""
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if y0 < level <= y1:
+            return x0 + (x1 - x0) * (level - y0) / (y1 - y0)
+    return None
+
+
+def equal_learning(metrics: dict) -> list[str]:
+    """Per pair of models with learning lines: at the learning level both reach, the general-eval
+    change of each, interpolated along its checkpoints (methods compared at matched learning,
+    as Lin et al. 2025 do)."""
+    lines = {}
+    for m in metrics["models"][1:]:
+        traj = [p for p in m.get("trajectory") or [] if p.get("learning") and p.get("general_eval")]
+        if traj:
+            lines[m["name"]] = [(0.0, 0.0)] + [(100 * p["general_eval"]["diff"], 100 * p["learning"]["diff"]) for p in traj]
+    out = []
+    for a, b in combinations(sorted(lines), 2):
+        level = min(max(y for _, y in lines[a]), max(y for _, y in lines[b]))
+        if level <= 0:
+            out.append(f"**{a}** vs **{b}**: one of them learns nothing on its line, so there is no common level to compare at.")
+            continue
+        xa, xb = _cross(lines[a], level), _cross(lines[b], level)
+        n_pts = {k: len(lines[k]) - 1 for k in (a, b)}
+        out.append(f"**{a}** vs **{b}**: at {level:+.1f} points of learning (the most both reach), general-eval accuracy "
+                   f"changed by {xa:+.1f} points for {a} and {xb:+.1f} for {b} (interpolated along {n_pts[a]} and "
+                   f"{n_pts[b]} checkpoints; each point's own interval is in the plot).")
     return out
 
 
@@ -77,6 +177,16 @@ def markdown_table(rows: list[list[str]], header: list[str]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def _png(fig) -> bytes:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()
 
 
 def _plots(metrics: dict) -> dict[str, bytes]:
@@ -87,33 +197,33 @@ def _plots(metrics: dict) -> dict[str, bytes]:
 
     models = metrics["models"]
     base = models[0]
-    key = "acc_paraphrase" if "acc_paraphrase" in base["closed_book"] else "acc"
-    fig, ax = plt.subplots(figsize=(6, 4.2), dpi=110)
-    ax.scatter([0], [100 * base["closed_book"][key]], color="black", zorder=3, label="base")
-    ax.axhline(100 * base["rag"][key], color="tab:gray", ls="--", lw=1, label="RAG (base model)")
+    key, _ = learning_key(metrics)
+    fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=110)
+    ax.scatter([0], [0], color="black", zorder=4, label="base")
     colors = {"full": "tab:red", "lora": "tab:blue", "memory": "tab:green", "grpo": "tab:purple"}
-    by_method: dict[str, list[dict]] = {}
+    markers = iter("os^Dv<>ph*")
     for m in models[1:]:
-        by_method.setdefault(m["method"], []).append(m)
-    for method, ms in by_method.items():
-        ms = sorted(ms, key=lambda m: m["general"]["ppl_change"])
-        xs = [0] + [100 * m["general"]["ppl_change"] for m in ms]
-        ys = [100 * base["closed_book"][key]] + [100 * m["closed_book"][key] for m in ms]
-        c = colors.get(method, "tab:orange")
-        ax.plot(xs, ys, color=c, lw=1.2, alpha=0.7)
-        ax.scatter(xs[1:], ys[1:], color=c, zorder=3, label=method)
-        for m, x, y in zip(ms, xs[1:], ys[1:]):
-            ax.annotate(m["name"], (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
-    ax.set_xlabel("forgetting: general perplexity change (%)")
-    ax.set_ylabel(f"learning: closed-book accuracy, {'paraphrased' if key != 'acc' else 'all'} probes (%)")
-    ax.set_title("Learning vs forgetting (up and left is better)")
+        pts = [p for p in m.get("trajectory") or [] if p.get("learning") and p.get("general_eval")]
+        if not pts:
+            continue
+        xs = [100 * p["general_eval"]["diff"] for p in pts]
+        ys = [100 * p["learning"]["diff"] for p in pts]
+        xerr = [[x - 100 * p["general_eval"]["lo"] for x, p in zip(xs, pts)], [100 * p["general_eval"]["hi"] - x for x, p in zip(xs, pts)]]
+        yerr = [[y - 100 * p["learning"]["lo"] for y, p in zip(ys, pts)], [100 * p["learning"]["hi"] - y for y, p in zip(ys, pts)]]
+        c = colors.get(m["method"], "tab:orange")
+        ax.plot([0] + xs, [0] + ys, color=c, lw=1.2, alpha=0.7)
+        ax.errorbar(xs, ys, xerr=xerr, yerr=yerr, fmt=next(markers, "o"), color=c, ecolor=c, elinewidth=0.7,
+                    alpha=0.85, capsize=2, zorder=3, label=f"{m['name']} ({m['method']})")
+        ax.annotate(m["name"], (xs[-1], ys[-1]), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.axhline(0, color="gray", lw=0.6)
+    ax.axvline(0, color="gray", lw=0.6)
+    ax.set_xlabel("forgetting: general-eval accuracy change (points)")
+    ax.set_ylabel(f"learning: {'paraphrased' if key != 'acc' else 'all'} test probes, change (points)")
+    ax.set_title("Learning vs forgetting, through each run's checkpoints\n(bars: paired 95% intervals; up and right is better)",
+                 fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    out = {"scatter.png": buf.getvalue()}
+    ax.legend(fontsize=7, loc="best")
+    out = {"scatter.png": _png(fig)}
 
     kinds = sorted(metrics["probes"]["kinds"])
     fig, ax = plt.subplots(figsize=(7, 3.8), dpi=110)
@@ -126,42 +236,71 @@ def _plots(metrics: dict) -> dict[str, bytes]:
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
     ax.axhline(25, color="gray", lw=0.8, ls=":", label="chance (4 options)")
-    ax.set_title("Accuracy by probe kind")
+    ax.set_title("Accuracy by probe kind (test probes)")
     ax.legend(fontsize=8, ncol=2)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    out["kinds.png"] = buf.getvalue()
+    out["kinds.png"] = _png(fig)
     return out
 
 
 def per_probe_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
     names = [m["name"] for m in metrics["models"]]
-    header = ["probe", "kind", "question", "answer", "source retrieved"] + [f"{n}" for n in names] + [f"{n}+RAG" for n in names]
+    header = ["probe", "split", "kind", "question", "answer", "source retrieved"] + names + [f"{n}+RAG" for n in names]
     rows = []
     for p in metrics["per_probe"]:
         marks = ["✓" if p["models"][n]["closed"] else "✗" for n in names]
         rag = ["✓" if p["models"][n]["rag"] else "✗" for n in names]
-        rows.append([p["id"], p["kind"], p["question"], p["answer"], "yes" if p["retrieved_source"] else "no", *marks, *rag])
+        rows.append([p["id"], p.get("split", "test"), p["kind"], p["question"], p["answer"],
+                     "yes" if p["retrieved_source"] else "no", *marks, *rag])
     return header, rows
 
 
+def _intro(metrics: dict) -> str:
+    pr, g = metrics["probes"], metrics["general"]
+    kinds = ", ".join(f"{v} {k}" for k, v in pr["kinds"].items())
+    sets = ", ".join(SET_NAMES.get(s, s) for s in g.get("general_eval_sets", []))
+    return (f"{pr.get('n_test', pr['n'])} test probes ({kinds}) give the headline; {pr.get('n_dev', 0)} dev probes are for "
+            f"choosing recipes. RAG retrieves {metrics['retrieval']['k']} chunks (recall@{metrics['retrieval']['k']} of "
+            f"the source passage: {_pct(metrics['retrieval']['recall_at_k'])}). Forgetting: {g.get('general_eval_items', 0)} "
+            f"general-eval questions ({sets}), perplexity on {g.get('novel_passages', 0)} passages of a novel and on "
+            f"{g['paragraphs']} held-out Wikipedia paragraphs (the replay domain: replay can lower it), "
+            f"{g['questions']} general questions. Changes against the base are given as +change [95% interval] "
+            "(paired bootstrap over items); ↑/↓ count items gained and lost.")
+
+
+def _sections(metrics: dict) -> list[tuple[str, str, object]]:
+    """(title, kind, content) in report order; kind is 'p', 'table', 'list' or 'images'."""
+    ge_header, ge_rows = general_eval_rows(metrics)
+    out = [("Results", "table", (COLUMNS, table_rows(metrics)))]
+    if ge_rows:
+        out.append(("General-eval accuracy per set", "table", (ge_header, ge_rows)))
+    out.append(("What the numbers say", "list", verdicts(metrics)))
+    eq = equal_learning(metrics)
+    out.append(("Methods at equal learning", "list", eq or
+                ["Needs two trained models with learning lines (set train.snapshot_every to keep checkpoints)."]))
+    out.append(("Learning vs forgetting", "images", [("scatter.png", "learning versus forgetting"),
+                                                     ("kinds.png", "accuracy by probe kind")]))
+    out.append(("Per probe", "table", per_probe_rows(metrics)))
+    return out
+
+
+def _footer(prov: dict) -> str:
+    return (f"kbake {prov['kbake_version']} · git {prov['git_hash'] or 'n/a'} · base model {prov['model']} · "
+            f"seed {prov['seed']} · precision {prov.get('precision', '?')} · {prov['created']}")
+
+
 def render_markdown(metrics: dict) -> str:
-    prov = metrics["provenance"]
-    header, rows = per_probe_rows(metrics)
-    return "\n\n".join([
-        "# kbake report",
-        f"{metrics['probes']['n']} held-out probes ({', '.join(f'{v} {k}' for k, v in metrics['probes']['kinds'].items())}); "
-        f"RAG retrieves {metrics['retrieval']['k']} chunks (recall@{metrics['retrieval']['k']} of the source passage: "
-        f"{_pct(metrics['retrieval']['recall_at_k'])}); forgetting on {metrics['general']['paragraphs']} held-out "
-        f"general paragraphs and {metrics['general']['questions']} general questions.",
-        markdown_table(table_rows(metrics), COLUMNS),
-        "## What the numbers say\n\n" + "\n\n".join(f"- {v}" for v in verdicts(metrics)),
-        "## Learning vs forgetting\n\n![scatter](scatter.png)\n\n![by kind](kinds.png)",
-        "## Per probe\n\n" + markdown_table([[c.replace("|", "\\|") for c in r] for r in rows], header),
-        f"kbake {prov['kbake_version']} · git {prov['git_hash'] or 'n/a'} · base model {prov['model']} · seed {prov['seed']} · {prov['created']}",
-    ]) + "\n"
+    parts = ["# kbake report", _intro(metrics)]
+    for title, kind, content in _sections(metrics):
+        if kind == "table":
+            header, rows = content
+            body = markdown_table([[c.replace("|", "\\|") for c in r] for r in rows], header)
+        elif kind == "list":
+            body = "\n\n".join(f"- {v}" for v in content)
+        else:
+            body = "\n\n".join(f"![{alt}]({name})" for name, alt in content)
+        parts.append(f"## {title}\n\n{body}")
+    parts.append(_footer(metrics["provenance"]))
+    return "\n\n".join(parts) + "\n"
 
 
 def _html_table(header: list[str], rows: list[list[str]], cls: str = "") -> str:
@@ -171,36 +310,29 @@ def _html_table(header: list[str], rows: list[list[str]], cls: str = "") -> str:
 
 
 def render_html(metrics: dict, images: dict[str, bytes]) -> str:
-    import re
-
-    prov = metrics["provenance"]
-    header, rows = per_probe_rows(metrics)
-    img = lambda name, alt: (f'<img alt="{alt}" src="data:image/png;base64,'  # noqa: E731
-                             f'{base64.b64encode(images[name]).decode()}">')
-    verdict_html = "".join("<li>" + re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(v)) + "</li>"
-                           for v in verdicts(metrics))
+    body = []
+    for title, kind, content in _sections(metrics):
+        body.append(f"<h2>{html.escape(title)}</h2>")
+        if kind == "table":
+            body.append(_html_table(*content, "probes" if title == "Per probe" else "summary"))
+        elif kind == "list":
+            body.append("<ul>" + "".join("<li>" + re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(v)) + "</li>"
+                                         for v in content) + "</ul>")
+        else:
+            body.append("<div>" + "".join(f'<img alt="{alt}" src="data:image/png;base64,'
+                                          f'{base64.b64encode(images[name]).decode()}">' for name, alt in content) + "</div>")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>kbake report</title>
 <style>
-body{{font-family:system-ui,sans-serif;margin:2em auto;max-width:78em;padding:0 1em;color:#222}}
-table{{border-collapse:collapse;margin:1em 0;font-size:0.9em}} th,td{{border:1px solid #ccc;padding:3px 7px;text-align:left}}
-th{{background:#f3f3f3}} .probes td:nth-child(n+5){{text-align:center}} img{{max-width:100%;margin-right:1em}}
+body{{font-family:system-ui,sans-serif;margin:2em auto;max-width:90em;padding:0 1em;color:#222}}
+table{{border-collapse:collapse;margin:1em 0;font-size:0.85em}} th,td{{border:1px solid #ccc;padding:3px 7px;text-align:left}}
+th{{background:#f3f3f3}} .probes td:nth-child(n+6){{text-align:center}} img{{max-width:100%;margin-right:1em}}
 .meta{{color:#666;font-size:0.85em}}
 </style></head><body>
 <h1>kbake report</h1>
-<p>{metrics['probes']['n']} held-out probes ({', '.join(f'{v} {k}' for k, v in metrics['probes']['kinds'].items())});
-RAG retrieves {metrics['retrieval']['k']} chunks (recall@{metrics['retrieval']['k']} of the source passage:
-{_pct(metrics['retrieval']['recall_at_k'])}); forgetting measured on {metrics['general']['paragraphs']} held-out general
-paragraphs and {metrics['general']['questions']} general questions.</p>
-<h2>Results</h2>
-{_html_table(COLUMNS, table_rows(metrics), "summary")}
-<h2>What the numbers say</h2><ul>{verdict_html}</ul>
-<h2>Learning vs forgetting</h2>
-<div>{img("scatter.png", "learning versus forgetting scatter")}{img("kinds.png", "accuracy by probe kind")}</div>
-<h2>Per probe</h2>
-{_html_table(header, rows, "probes")}
-<p class="meta">kbake {html.escape(prov['kbake_version'])} · git {html.escape(prov['git_hash'] or 'n/a')} · base model
-{html.escape(str(prov['model']))} · seed {prov['seed']} · {html.escape(prov['created'])} · numbers in metrics.json</p>
+<p>{html.escape(_intro(metrics))}</p>
+{''.join(body)}
+<p class="meta">{html.escape(_footer(metrics['provenance']))} · numbers in metrics.json</p>
 </body></html>
 """
 
@@ -211,6 +343,27 @@ def write_report(folder: Path, metrics: dict) -> None:
         atomic_write_bytes(folder / name, data)
     atomic_write_text(folder / "report.md", render_markdown(metrics))
     atomic_write_text(folder / "report.html", render_html(metrics, images))
+
+
+def print_results(metrics: dict) -> None:
+    """The results table in the terminal (the key columns; all of them are in report.md/html)."""
+    import sys
+
+    from rich.console import Console
+    from rich.table import Table
+
+    keep = ["model", "paraphrase acc", "dev acc", "RAG acc", "trained+RAG acc", "general-eval acc",
+            "novel ppl change", "train time"]
+    idx = [COLUMNS.index(c) for c in keep]
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    table = Table(title="kbake results (test probes; change [95% interval] against the base)")
+    for c in keep:
+        table.add_column(c, justify="left" if c == "model" else "right")
+    for row in table_rows(metrics):
+        table.add_row(*[row[i] for i in idx])
+    console.print(table)
+    for v in verdicts(metrics) + equal_learning(metrics):
+        console.print("- " + v.replace("**", ""))
 
 
 def compare_runs(run_folders: list[Path]) -> str:

@@ -23,10 +23,11 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 CACHE_KW = "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
 
 
-def option_ids(tok, options: list[str]) -> list[list[int]]:
-    """Each option as it continues an assistant turn, ended by EOS (so a short option that is
-    only the start of a longer answer is not favoured)."""
-    return [tok(o, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for o in options]
+def option_ids(tok, options: list[str], eos: bool = True) -> list[list[int]]:
+    """Each option's tokens. As the end of an assistant turn (`eos`), ended by EOS, so a short
+    option that is only the start of a longer answer is not favoured; as a plain-text
+    continuation (general-eval sets), without."""
+    return [tok(o, add_special_tokens=False)["input_ids"] + ([tok.eos_token_id] if eos else []) for o in options]
 
 
 def _sum_logprobs(first: torch.Tensor, logp: torch.Tensor, opts: list[list[int]]) -> list[tuple[float, int]]:
@@ -120,11 +121,19 @@ def score_choices(model, tok, prefix_text: str, options: list[str]) -> list[floa
     return score_choices_many(model, tok, [prefix_text], [options])[0]
 
 
-def score_choices_many(model, tok, prefix_texts: list[str], options: list[list[str]], progress=None) -> list[list[float]]:
+def score_choices_many(model, tok, prefix_texts: list[str], options: list[list[str]], progress=None,
+                       eos: bool = True) -> list[list[float]]:
     """`score_choices` for many questions at once, reusing common prefixes across them (`score_many`)."""
     prefixes = [tok(t, add_special_tokens=False)["input_ids"] for t in prefix_texts]
-    raw = score_many(model, prefixes, [option_ids(tok, o) for o in options], tok.pad_token_id, progress)
+    raw = score_many(model, prefixes, [option_ids(tok, o, eos) for o in options], tok.pad_token_id, progress)
     return [[total / n for total, n in r] for r in raw]
+
+
+def choice_and_margin(scores: list[float], gold: int) -> tuple[int, float]:
+    """The chosen option (highest score) and the margin of the correct option over the best
+    other one, in mean log-prob per token: positive when right, and it moves before accuracy does."""
+    best = max(range(len(scores)), key=lambda i: scores[i])
+    return best, scores[gold] - max(s for i, s in enumerate(scores) if i != gold)
 
 
 # ---------------------------------------------------------------- short answers

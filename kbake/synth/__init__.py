@@ -161,12 +161,31 @@ def make_probes(run: RunDir, args: ProbesArgs, *, seed: int = 0, progress: bool 
     kept = [kept[i] for i in keep]
     for n, p in enumerate(kept, 1):
         p.id = f"probe-{n:04d}"
+    assign_splits(kept, args.dev_share, seed)
     atomic_write_jsonl(run.probes, [asdict(p) for p in kept])
     entry = provenance(args.model_dump(mode="json"), seed=seed, model=llm.model_id)
-    entry.update(n_probes=len(kept), removed=dict(counts))
+    entry.update(n_probes=len(kept), n_dev=sum(p.split == "dev" for p in kept), removed=dict(counts))
     save_stage(run, "probes", entry)
     counts["kept"] = len(kept)
     return dict(counts)
+
+
+def assign_splits(probes: list, dev_share: float, seed: int) -> None:
+    """Mark about `dev_share` of the probes `split: dev`, the rest `test`, whole source chunks
+    at a time (a seeded shuffle of the chunks), so tuning on dev never sees a test passage."""
+    import random
+
+    groups: dict[str, list] = {}
+    for p in probes:
+        groups.setdefault(p.chunk_id or p.passage_id or p.id, []).append(p)
+    keys = sorted(groups)
+    random.Random(seed).shuffle(keys)
+    want, n_dev = round(dev_share * len(probes)), 0
+    for k in keys:
+        split = "dev" if n_dev + len(groups[k]) <= want else "test"
+        n_dev += len(groups[k]) if split == "dev" else 0
+        for p in groups[k]:
+            p.split = split
 
 
 def corpus_stats(run: RunDir, tokenizer) -> dict:

@@ -96,25 +96,31 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
     else:
         trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
 
+    def save_model(folder: Path) -> None:
+        """The trained model as `kbake eval`/`export` load it; called on every process."""
+        acc.wait_for_everyone()
+        # Collective under FSDP (every rank gathers its shards); a plain state_dict otherwise.
+        full_state = acc.get_state_dict(model) if args.method == "full" else None
+        if acc.is_main_process:
+            make_private_dir(folder)
+            plain = acc.unwrap_model(model)
+            if args.method == "memory":
+                memory.save(plain, folder, tok, args.base_model)
+            elif args.method == "full":
+                full.save(plain, folder, tok, state_dict=full_state)
+            else:
+                lora.save(plain, folder, tok)
+            write_meta(folder, args.method, args.base_model)
+
     t0 = time.perf_counter()
     result = run_loop(model, blocks.train_ids, blocks.train_labels, blocks.eval_ids, blocks.eval_labels, args, out,
-                      seed=seed, resume=resume, grad_hook=grad_hook, progress=progress, accelerator=acc)
+                      seed=seed, resume=resume, grad_hook=grad_hook, progress=progress, accelerator=acc,
+                      snapshot=lambda step: save_model(out / "snapshots" / f"step-{step}"))
     seconds = time.perf_counter() - t0
-    acc.wait_for_everyone()
-    # Collective under FSDP (every rank gathers its shards); a plain state_dict otherwise.
-    full_state = acc.get_state_dict(model) if args.method == "full" else None
+    save_model(out / "model")
     state = {}
     if acc.is_main_process:
-        final = out / "model"
-        make_private_dir(final)
         plain = acc.unwrap_model(model)
-        if args.method == "memory":
-            memory.save(plain, final, tok, args.base_model)
-        elif args.method == "full":
-            full.save(plain, final, tok, state_dict=full_state)
-        else:
-            lora.save(plain, final, tok)
-        write_meta(final, args.method, args.base_model)
         state = {
             "method": args.method, "name": name, "global_step": result.steps, "train_seconds": round(seconds, 2),
             "tokens_seen": result.tokens, "final_loss": result.final_loss, "eval_loss": result.eval_loss,

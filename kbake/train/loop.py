@@ -83,9 +83,10 @@ def _latest_checkpoint(folder: Path) -> Path | None:
 def run_loop(model, ids: torch.Tensor, labels: torch.Tensor, eval_ids: torch.Tensor, eval_labels: torch.Tensor,
              args: TrainArgs, out: Path, *, seed: int, resume: bool = False,
              grad_hook: Callable[[torch.nn.Module], None] | None = None, progress: bool = True,
-             accelerator=None) -> LoopResult:
+             accelerator=None, snapshot: Callable[[int], None] | None = None) -> LoopResult:
     """Train the parameters of `model` that require grad on the packed blocks.
-    `grad_hook(model)` runs after backward, before clipping (sparse memory finetuning masks there)."""
+    `grad_hook(model)` runs after backward, before clipping (sparse memory finetuning masks there);
+    `snapshot(step)` every `args.snapshot_every` steps (before the last), on every process."""
     from accelerate.utils import set_seed
     from tqdm import tqdm
 
@@ -204,6 +205,8 @@ def run_loop(model, ids: torch.Tensor, labels: torch.Tensor, eval_ids: torch.Ten
             bar.set_postfix(loss=f"{last_loss:.3f}", tok_s=f"{row['tokens_per_s']:.0f}", refresh=False)
             if step % args.save_every == 0 and step < total:
                 save(step)
+            if snapshot is not None and args.snapshot_every and step % args.snapshot_every == 0 and step < total:
+                snapshot(step)
             if step >= total:
                 break
         epoch += 1
