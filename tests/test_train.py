@@ -74,7 +74,7 @@ def test_missing_corpus_is_a_clear_error(run, tiny_model):
 
 @pytest.mark.parametrize("method", ["full", "lora", "memory"])
 def test_each_method_learns_and_loads_back(run, tiny_model, method):
-    r = tiny_recipe(tiny_model, method)
+    r = tiny_recipe(tiny_model, method, snapshot_every=3)
     state = train(run, r, progress=False)
     out = run.train_dir / method
     ls = losses(out / "metrics.jsonl")
@@ -91,6 +91,12 @@ def test_each_method_learns_and_loads_back(run, tiny_model, method):
         assert not torch.allclose(trained_logits, base(input_ids=x).logits)
     assert json.loads((out / "provenance.json").read_text())["seed"] == 0
     assert state["trainable_params"] < state["total_params"] or method == "full"
+    # snapshots every 3 steps load like the final model, and differ from it (taken earlier)
+    snaps = sorted((out / "snapshots").iterdir(), key=lambda p: int(p.name.split("-")[1]))
+    assert [int(p.name.split("-")[1]) for p in snaps] == list(range(3, state["global_step"], 3))
+    early, _ = load_trained(snaps[0])
+    with torch.no_grad():
+        assert not torch.allclose(early(input_ids=x).logits, trained_logits)
 
 
 @pytest.mark.parametrize("method", ["lora", "memory"])

@@ -14,6 +14,7 @@ import re
 from itertools import combinations
 from pathlib import Path
 
+from kbake.eval.intervals import items_to_see
 from kbake.run import atomic_write_bytes, atomic_write_text
 
 COLUMNS = ["model", "method", "closed-book acc", "paraphrase acc", "verbatim acc", "margin", "dev acc", "RAG acc",
@@ -30,11 +31,12 @@ def _num(x, fmt="{:.4f}") -> str:
     return "—" if x is None else fmt.format(x)
 
 
-def fmt_change(c: dict | None, scale: float = 100, unit: str = "", counts: bool = False) -> str:
+def fmt_change(c: dict | None, scale: float = 100, unit: str = "", counts: bool = False, digits: int = 1) -> str:
     """'+14.3 [+2.4, +26.2]' (points, or `unit`), optionally with '8↑ 2↓' (items gained, lost)."""
     if not c:
         return "—"
-    s = f"{scale * c['diff']:+.1f}{unit} [{scale * c['lo']:+.1f}, {scale * c['hi']:+.1f}]"
+    f = f"{{:+.{digits}f}}"
+    s = f"{f.format(scale * c['diff'])}{unit} [{f.format(scale * c['lo'])}, {f.format(scale * c['hi'])}]"
     return s + (f" {c['gained']}↑ {c['lost']}↓" if counts else "")
 
 
@@ -66,7 +68,7 @@ def table_rows(metrics: dict) -> list[list[str]]:
             m["name"], m["method"], _with_change(cb["acc"], vs.get("closed_book")),
             _with_change(cb.get("acc_paraphrase"), vs.get("closed_book_paraphrase")),
             _with_change(cb.get("acc_verbatim"), vs.get("closed_book_verbatim")),
-            _num(cb.get("margin"), "{:+.3f}") + (f" ({fmt_change(vs['margin'], 1)})" if vs.get("margin") else ""),
+            _num(cb.get("margin"), "{:+.3f}") + (f" ({fmt_change(vs['margin'], 1, digits=3)})" if vs.get("margin") else ""),
             _pct(dev["acc"]) if dev else "—",
             _pct(base_rag), "—" if is_base else _pct(m["rag"]["acc"]),
             _pct(m.get("short_answer", {}).get("f1")),
@@ -119,7 +121,7 @@ def verdicts(metrics: dict) -> list[str]:
              f" for the base, {fmt_change(c)} points (95% interval), {c['gained']} gained and {c['lost']} lost of {c['n']}"
              f" ({noise}; one probe is {100 / max(c['n'], 1):.1f} points).")
         if vs.get("margin"):
-            s += f" Margin of the right option {fmt_change(vs['margin'], 1)} nats/token."
+            s += f" Margin of the right option {fmt_change(vs['margin'], 1, digits=3)} nats/token."
         if vs.get("dev_closed_book"):
             s += f" Dev probes: {fmt_change(vs['dev_closed_book'])} points."
         rag = base["rag"]["acc"]
@@ -131,6 +133,9 @@ def verdicts(metrics: dict) -> list[str]:
                     "a gain beyond its interval" if ge["lo"] > 0 else "no change beyond its interval")
             s += (f" General-eval accuracy {fmt_change(ge)} points over {ge['n']} items ({ge['gained']} gained,"
                   f" {ge['lost']} lost): {what}.")
+            need = items_to_see((ge["gained"] + ge["lost"]) / ge["n"], 0.02)
+            if not beyond_noise(ge) and need:
+                s += f" At this model's rate of disagreement with the base, a 2-point drop would need about {need:,} items to show."
         if vs.get("novel_ppl"):
             s += f" Perplexity on the novel {fmt_change(vs['novel_ppl'], unit='%')}"
         if vs.get("replay_ppl"):
