@@ -153,6 +153,12 @@ def test_report_has_every_section(tmp_path, tiny_model, embedder):
     assert (run.eval_dir / "scatter.png").read_bytes()[:4] == b"\x89PNG"
     on_disk = json.loads((run.eval_dir / "metrics.json").read_text())
     assert on_disk["models"][1]["closed_book"] == lora["closed_book"]
+    import pandas as pd
+
+    items = pd.read_parquet(run.eval_dir / "items.parquet")
+    assert len(items) == 2 * (145 + 12)
+    test_acc = items[(items.set == "probes") & (items.split == "test")].groupby("model").correct.mean()
+    assert test_acc["lora"] == pytest.approx(lora["closed_book"]["acc"])
 
 
 def test_equal_learning_interpolates_along_the_lines():

@@ -32,7 +32,9 @@ from kbake.eval.intervals import paired_bootstrap, paired_bootstrap_ppl
 from kbake.eval.rag import is_hit, load_index, rag_prompt
 from kbake.eval.score import choice_and_margin, exact_match, score_choices_many, token_f1
 from kbake.models.generate import chat_prompt, generate_batch
-from kbake.run import RunDir, atomic_write_json, make_private_dir, provenance, read_probes, save_stage
+import pyarrow as pa
+
+from kbake.run import RunDir, atomic_write_json, atomic_write_parquet, make_private_dir, provenance, read_probes, save_stage
 from kbake.sample import general_paragraphs, general_questions
 
 SHORT_ANSWER_SUFFIX = "\nAnswer in a few words."
@@ -303,9 +305,22 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
         del m["per_probe"], m["_items"]
     make_private_dir(run.eval_dir)
     atomic_write_json(run.eval_dir / "metrics.json", metrics)
+    atomic_write_parquet(run.eval_dir / "items.parquet", pa.Table.from_pylist(item_rows(metrics)))
     write_report(run.eval_dir, metrics)
     save_stage(run, "eval", {**metrics["provenance"], "models": names})
     return metrics
+
+
+def item_rows(metrics: dict) -> list[dict]:
+    """One row per (item, model), probes and general-eval questions alike, for pandas/datasets:
+    `pd.read_parquet("R/eval/items.parquet").pivot_table(index="set", columns="model", values="correct")`."""
+    rows = [{"item": p["id"], "set": "probes", "split": p["split"], "kind": p["kind"], "model": name,
+             "correct": bool(r["closed"]), "margin": r["margin"]}
+            for p in metrics["per_probe"] for name, r in p["models"].items()]
+    rows += [{"item": i["id"], "set": i["set"], "split": "test", "kind": i["set"], "model": name,
+              "correct": bool(r["correct"]), "margin": r["margin"]}
+             for i in metrics["general_eval_items"] for name, r in i["models"].items()]
+    return rows
 
 
 def _trajectory(folder: Path, final: dict, data: EvalData, args, precision: str, base_items: dict, seed: int,
