@@ -253,7 +253,7 @@ def per_probe_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
     rows = []
     for p in metrics["per_probe"]:
         marks = ["✓" if p["models"][n]["closed"] else "✗" for n in names]
-        rag = ["✓" if p["models"][n]["rag"] else "✗" for n in names]
+        rag = ["—" if p["models"][n]["rag"] is None else "✓" if p["models"][n]["rag"] else "✗" for n in names]
         rows.append([p["id"], p.get("split", "test"), p["kind"], p["question"], p["answer"],
                      "yes" if p["retrieved_source"] else "no", *marks, *rag])
     return header, rows
