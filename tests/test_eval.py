@@ -108,6 +108,25 @@ def test_rag_index_is_kept_until_chunks_change(tmp_path, tiny_model, embedder):
     assert rebuilt
 
 
+def test_reciprocal_rank_fusion_known_case():
+    """RRF with k=60: a chunk in both rankings beats one first in only one; 1/61 + 1/63 > 2/62."""
+    from kbake.eval.rag import fuse
+
+    assert fuse([[7, 5], [5]]) == [5, 7]  # 5: 1/62 + 1/61; 7: 1/61
+    assert fuse([[1, 2, 3], [3, 2, 1]]) == [1, 3, 2]  # 1 and 3 tie (lower id first) just above 2
+
+
+@pytest.mark.parametrize("retriever", ["dense", "lexical", "hybrid"])
+def test_each_retriever_finds_a_passage_by_its_words(tmp_path, tiny_model, embedder, retriever):
+    run = small_run(tmp_path / "run", tiny_model)
+    idx, _ = load_index(run, "default", embedder)
+    hits = idx.search(["Where are all ClearSpan membrane elements produced?", "Aarhus Denmark plant"], 3, retriever)
+    assert len(hits) == 2 and all(len(h) == 3 and len(set(h)) == 3 for h in hits)
+    assert any("Aarhus" in idx.texts[i] for i in hits[0])
+    with pytest.raises(ValueError, match="retriever must be one of"):
+        idx.search(["q"], 3, "psychic")
+
+
 def test_report_has_every_section(tmp_path, tiny_model, embedder):
     """A tiny LoRA run with snapshots, evaluated on both probe splits and two general-eval sets:
     every new section renders and the numbers hang together."""
@@ -126,6 +145,7 @@ def test_report_has_every_section(tmp_path, tiny_model, embedder):
     assert 0 <= lora["closed_book"]["acc_paraphrase"] <= 1 and "f1" in lora["short_answer"]
     assert lora["trainable_params"] > 0 and lora["method"] == "lora"
     # both splits of the shipped probe file, reported apart; the headline is test
+    assert metrics["retrieval"]["retriever"] == "lexical" and "lexical retrieval" in (run.eval_dir / "report.md").read_text()
     assert metrics["probes"]["n"] == 145 and metrics["probes"]["n_test"] == 77 and metrics["probes"]["n_dev"] == 68
     assert lora["closed_book"]["n"] == 77 and lora["dev"]["closed_book"]["n"] == 68
     assert {p["split"] for p in metrics["per_probe"]} == {"dev", "test"}

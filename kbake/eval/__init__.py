@@ -254,7 +254,7 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
     cast_for_inference(base, precision)
 
     index, rebuilt = load_index(run, args.embedder, embedder)
-    hits = index.search([p.question for p in probes], args.rag_k)
+    hits = index.search([p.question for p in probes], args.rag_k, args.retriever)
     recall = [any(is_hit(p, index.chunk_ids[i], index.texts[i]) for i in row) for p, row in zip(probes, hits)]
     data = EvalData(
         probes=probes,
@@ -291,7 +291,7 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
         "probes": {"n": len(probes), "n_test": sum(p.split == "test" for p in probes),
                    "n_dev": sum(p.split == "dev" for p in probes), "learning_kind": learning_kind(probes),
                    "kinds": {k: sum(p.kind == k and p.split == "test" for p in probes) for k in _kinds(probes)}},
-        "retrieval": {"k": args.rag_k, "recall_at_k": _mean(r for r, p in zip(recall, probes) if p.split == "test"),
+        "retrieval": {"retriever": args.retriever, "k": args.rag_k, "recall_at_k": _mean(r for r, p in zip(recall, probes) if p.split == "test"),
                       "embedder": args.embedder, "index_rebuilt": rebuilt},
         "general": {"paragraphs": len(data.replay_seqs), "novel_passages": len(data.novel_seqs),
                     "questions": len(data.questions), "general_eval_sets": list(args.general_eval_sets),
