@@ -258,3 +258,32 @@ def test_run_folder_is_private(tmp_path, tiny_model):
     run = RunDir.at(tmp_path / "r")
     ingest([str(tmp_path / "a.md")], run, args(tiny_model), progress=False)
     assert run.root.stat().st_mode & 0o077 == 0
+
+
+def test_page_furniture_is_dropped_and_body_lines_kept():
+    from kbake.ingest.readers import drop_page_furniture
+
+    body = "\n".join(f"body line {k}" for k in range(5))
+    topics = ["pumps", "membranes", "valves", "meters", "pipes", "filters"]
+    pages = [f"Table of Contents\nBody text about {t}.\n{body}\nNet sales $ 1,000\n{body}\n{i + 1}"
+             for i, t in enumerate(topics)]
+    pages[2] += "\nTable of Contents in the body of a page is kept when it is not at an edge\nlast body line\n3"
+    out = drop_page_furniture(pages)
+    assert not any(p.startswith("Table of Contents") for p in out)
+    assert all(f"Body text about {t}" in p and "Net sales $ 1,000" in p for t, p in zip(topics, out))
+    assert "Table of Contents in the body" in out[2]
+    assert not any(p.rstrip().splitlines()[-1].strip().isdigit() for p in out)  # page numbers gone
+    assert drop_page_furniture(pages[:2]) == pages[:2]  # too few pages to tell furniture from text
+
+
+COSTCO = Path(__file__).resolve().parents[2] / "shared" / "data" / "10k-pdfs"
+
+
+@pytest.mark.skipif(not COSTCO.exists(), reason="../shared/data/10k-pdfs is not here (an installed kbake does not need it)")
+@pytest.mark.parametrize("year", [2020, 2021, 2022])
+def test_real_filing_has_no_running_header(year):
+    from kbake.ingest.readers import read_pdf
+
+    text = read_pdf(COSTCO / f"costco-10k-fy{year}.pdf")
+    assert "Table of Contents" not in text
+    assert "Net sales" in text and len(text) > 200_000

@@ -89,6 +89,39 @@ _BLOCK_TAGS = frozenset({"p", "div", "section", "article", "li", "ul", "ol", "h1
                          "caption", "figcaption", "main", "nav", "aside", "body", "html", "form", "address"})
 
 
+FURNITURE_SHARE = 0.5  # a header/footer line repeats on at least half the pages
+FURNITURE_EDGE = 3  # and sits among the first or last lines of a page
+
+
+def _line_shape(line: str) -> str:
+    return re.sub(r"\d+", "#", " ".join(line.split()).lower())
+
+
+def drop_page_furniture(pages: list[str]) -> list[str]:
+    """Remove running headers and footers (a "Table of Contents" link, the company name, page
+    numbers): lines among the first or last FURNITURE_EDGE of a page whose shape (digits as #)
+    is at the edge of at least FURNITURE_SHARE of the pages (and of 3 or more). The same line in
+    the body of a page, e.g. a table row, is kept."""
+    if len(pages) < 3:
+        return pages
+    lines = [p.splitlines() for p in pages]
+
+    def edges(ls: list[str]) -> list[int]:
+        return sorted(set(range(min(FURNITURE_EDGE, len(ls)))) | set(range(max(0, len(ls) - FURNITURE_EDGE), len(ls))))
+
+    counts: dict[str, int] = {}
+    for ls in lines:
+        for shape in {_line_shape(ls[i]) for i in edges(ls)}:
+            counts[shape] = counts.get(shape, 0) + 1
+    need = max(3, FURNITURE_SHARE * len(pages))
+    furniture = {sh for sh, n in counts.items() if n >= need and sh}
+    out = []
+    for ls in lines:
+        drop = {i for i in edges(ls) if _line_shape(ls[i]) in furniture}
+        out.append("\n".join(l for i, l in enumerate(ls) if i not in drop))
+    return out
+
+
 def read_pdf(path: Path) -> str:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
@@ -109,7 +142,7 @@ def read_pdf(path: Path) -> str:
         raise ReadError(f"corrupt PDF ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else 'unreadable'})") from None
     if not pages:
         raise ReadError("PDF has no pages")
-    text = normalize_paragraphs("\n\n".join(pages))
+    text = normalize_paragraphs("\n\n".join(drop_page_furniture(pages)))
     if not text:
         raise ReadError("image-only PDF (no text layer; run OCR first)")
     return text
