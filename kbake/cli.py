@@ -118,6 +118,7 @@ def synth(
     concurrency: Optional[int] = typer.Option(None, help="Requests in flight (openai backend)."),
     token_budget: Optional[int] = typer.Option(None, help="Stop cleanly (resumable) after this many tokens of real calls."),
     stats: bool = typer.Option(False, "--stats", help="Print counts, tokens per kind and per document, and the expansion ratio; generate nothing."),
+    estimate: bool = typer.Option(False, "--estimate", help="Print calls, tokens and expected time (local: from a timed probe of one real batch, which is cached and reused; endpoint: from concurrency and price keys), then stop."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before sending documents to a remote endpoint."),
     recipe: Optional[Path] = typer.Option(None, "--recipe", help=RECIPE_HELP),
     set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
@@ -142,9 +143,25 @@ def synth(
     rd = RunDir.at(run)
     if not rd.chunks.exists():
         _fail(f"{rd.chunks}: no chunks; run `kbake ingest DOCS --run {run}` first")
+    if estimate:
+        from kbake.synth.estimate import estimate as synth_estimate
+
+        try:
+            est = synth_estimate(rd, cfg.synth, cfg.seed)
+        except LLMError as e:
+            _fail(str(e), 1)
+        typer.echo(est.line())
+        for k, p in est.kinds.items():
+            typer.echo(f"  {k}: {p.calls:,} calls, {p.input_tokens:,} input tokens, up to {p.max_tokens} output tokens each")
+        return
     if not stats:
         from kbake.synth import synth as run_synth
+        from kbake.synth.estimate import estimate as synth_estimate
 
+        if cfg.synth.llm == "local" or cfg.synth.llm.startswith("local:"):
+            typer.echo(synth_estimate(rd, cfg.synth, cfg.seed, probe=False).line())
+        else:
+            typer.echo(synth_estimate(rd, cfg.synth, cfg.seed).line())
         _remote_notice(run, cfg.synth, f"{len(cfg.synth.kinds)} generator(s)", yes)
         try:
             report = run_synth(rd, cfg.synth, seed=cfg.seed, progress=not quiet)

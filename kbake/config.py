@@ -70,6 +70,12 @@ class LLMArgs(StageArgs):
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     """Number format of the local backend's model: auto is bf16 where the CPU/GPU computes it natively
     (weights cast to bf16: half the bytes per decode step), else fp32. Not used by openai endpoints."""
+    estimate_tokens_per_s: float = Field(40.0, gt=0)
+    """For `--estimate` with an endpoint: tokens per second of one answer stream (no probe is sent)."""
+    price_per_million_input: float | None = Field(None, ge=0)
+    """For `--estimate` with an endpoint: price of a million input tokens (any currency), to print a cost."""
+    price_per_million_output: float | None = Field(None, ge=0)
+    """For `--estimate` with an endpoint: price of a million output tokens."""
     repetition_penalty: float = Field(1.0, ge=1.0, le=2.0)
     """Penalty on repeated tokens for the local backend; not sent to openai servers. Measured on the sample
     with SmolLM2-135M: 1.15 made QA answers fail the format (it also penalises copying the excerpt), so 1.0."""

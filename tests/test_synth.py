@@ -244,3 +244,35 @@ def test_cli_refuses_remote_without_yes_off_terminal(run):
                                       "http://127.0.0.1:9/v1"])
     assert result.exit_code == 2
     assert "will be sent to http://127.0.0.1:9/v1" in result.output and "pass --yes" in result.output
+
+
+def test_estimate_counts_the_calls_the_run_makes_and_its_probe_is_reused(run, tiny_model, embedder):
+    """Local backend: calls and input tokens counted from the real jobs (EntiGraph's relation
+    calls at their cap), a probe batch timed; the real run then finds the probe's answers cached."""
+    from kbake.synth.estimate import estimate
+
+    args = SynthArgs(llm=f"local:{tiny_model}", kinds=["qa", "entigraph"], qa_types=["factual"], qa_max_tokens=16,
+                     entigraph_max_tokens=16, entigraph_pairs=2, entigraph_triples=1, entigraph_max_entities=6,
+                     batch_size=4)
+    est = estimate(run, args)
+    n_chunks, n_docs = len(read_chunks(run.chunks)), 1
+    assert est.kinds["qa"].calls == n_chunks and est.kinds["entigraph"].calls == n_chunks + 3 * n_docs
+    assert est.kinds["qa"].input_tokens > n_chunks * 50 and est.probe["requests"] == 4 and est.seconds > 0
+    assert 0 < est.output_share <= 1 and "probe of 4 real requests" in est.line()
+    report = synth(run, args, progress=False, embedder=embedder)
+    assert report.cache_hits >= 4
+    assert report.kinds["qa"].jobs == est.kinds["qa"].calls
+    assert report.kinds["entigraph"].jobs <= est.kinds["entigraph"].calls  # relation calls: at most their cap
+
+
+def test_estimate_for_an_endpoint_prices_without_calling(run):
+    from kbake.synth.estimate import estimate
+
+    args = SynthArgs(llm="openai:nowhere", base_url="http://127.0.0.1:9/v1", kinds=["rephrase"],
+                     rephrase_styles=["summary"], rephrase_max_tokens=100, concurrency=4, estimate_tokens_per_s=50,
+                     price_per_million_input=1.0, price_per_million_output=2.0)
+    est = estimate(run, args)  # no server: nothing is sent
+    n = len(read_chunks(run.chunks))
+    assert est.calls == n and est.output_tokens == 50 * n
+    assert est.seconds == pytest.approx(n * (50 / 50) / 4)
+    assert est.cost == pytest.approx((est.input_tokens * 1.0 + 50 * n * 2.0) / 1e6)
