@@ -5,7 +5,7 @@ with the embedded model (or, with --fast, use the corpus shipped in data/) → t
 → evaluate against the base model and RAG → print the table and the report's path.
 `--compare` trains instead every recipe of recipes/compare/ (the demo's LoRA with snapshots,
 raw-text LoRA as the regurgitation baseline, full finetuning, sparse memory finetuning,
-GRPO, and an aggressive full finetune as the forgetting yardstick's positive control), each
+GRPO, and aggressive full and LoRA finetunes as the forgetting yardstick's positive controls), each
 exactly as `kbake train --recipe recipes/compare/NAME.yaml --name NAME` would.
 """
 
