@@ -10,6 +10,7 @@ independent intervals.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 
@@ -63,5 +64,5 @@ def items_to_see(discordant_rate: float, drop: float, level: float = LEVEL) -> i
     difference's standard error when the mean change is small) falls below `drop`."""
     if discordant_rate <= 0 or drop <= 0:
         return None
-    z = {0.95: 1.96, 0.9: 1.645, 0.99: 2.576}.get(level, 1.96)
+    z = NormalDist().inv_cdf((1 + level) / 2)
     return math.ceil(discordant_rate * (z / drop) ** 2)

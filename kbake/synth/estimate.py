@@ -78,9 +78,9 @@ def plan(chunks_by_doc: dict[str, list[dict]], args, seed: int, tokenizer) -> tu
     for kind in args.kinds:
         if kind == "entigraph":
             jobs = entigraph.entity_jobs(chunks_by_doc, args, seed)
-            ents = {d: [f"entity {i}" for i in range(args.entigraph_max_entities)] for d in chunks_by_doc}
-            per_doc = args.entigraph_pairs + args.entigraph_triples
-            rel_calls = sum(min(per_doc, math.comb(len(e), 2) + math.comb(len(e), 3)) for e in ents.values())
+            n_ent = args.entigraph_max_entities
+            per_doc = min(args.entigraph_pairs, math.comb(n_ent, 2)) + min(args.entigraph_triples, math.comb(n_ent, 3))
+            rel_calls = per_doc * len(chunks_by_doc)
             mean_chunk = sum(c.get("n_tokens", 0) for cs in chunks_by_doc.values() for c in cs) / max(
                 1, sum(len(cs) for cs in chunks_by_doc.values()))
             rel_prompt = count_tokens(entigraph.relation_jobs(
