@@ -5,11 +5,8 @@ from __future__ import annotations
 import io
 
 
-def text_pdf(lines: list[str]) -> bytes:
-    """A one-page PDF whose text layer holds `lines` (Helvetica), written by hand."""
-    content = "BT /F1 12 Tf 72 720 Td 14 TL " + " ".join(
-        "(" + l.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ") '" for l in lines
-    ) + " ET"
+def _one_page(content: str) -> bytes:
+    """A minimal one-page PDF around a content stream (Helvetica as /F1), written by hand."""
     objs = [
         "<< /Type /Catalog /Pages 2 0 R >>",
         "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
@@ -31,6 +28,16 @@ def text_pdf(lines: list[str]) -> bytes:
     return out.getvalue()
 
 
+def _esc(t: str) -> str:
+    return t.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
+def text_pdf(lines: list[str]) -> bytes:
+    """A one-page PDF whose text layer holds `lines` (Helvetica), written by hand."""
+    content = "BT /F1 12 Tf 72 720 Td 14 TL " + " ".join("(" + _esc(l) + ") '" for l in lines) + " ET"
+    return _one_page(content)
+
+
 def blank_pdf() -> bytes:
     from pypdf import PdfWriter
 
@@ -50,3 +57,10 @@ def encrypted_pdf() -> bytes:
     buf = io.BytesIO()
     w.write(buf)
     return buf.getvalue()
+
+
+def placed_pdf(items: list[tuple[float, float, str]]) -> bytes:
+    """A one-page PDF with each text at (x, y) in points (Helvetica 10): a table laid out as a
+    filing prints it, with figures in columns."""
+    content = " ".join(f"BT /F1 10 Tf 1 0 0 1 {x} {y} Tm ({_esc(t)}) Tj ET" for x, y, t in items)
+    return _one_page(content)

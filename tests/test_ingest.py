@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -54,8 +55,52 @@ def test_html_drops_script_and_keeps_table_rows(tmp_path):
     text = read_document(p)
     assert "secret" not in text
     assert "Revenue rose 9%." in text  # inline tags do not split a sentence
-    assert "Segment | Revenue" in text.split("\n\n")
-    assert "MPS | $812.4" in text.split("\n\n")
+    assert "MPS — Revenue: $812.4" in text.split("\n\n")  # the figure names its column
+
+
+def test_html_table_rows_name_their_columns_and_units(tmp_path):
+    p = tmp_path / "f.html"
+    p.write_text(
+        "<table><tr><td colspan='6'>(in millions, except per share data)</td></tr>"
+        "<tr><td></td><td colspan='2'>Fiscal 2022</td><td></td><td colspan='2'>Fiscal 2021</td></tr>"
+        "<tr><td>Net sales</td><td>$</td><td>222,730</td><td></td><td>$</td><td>192,052</td></tr>"
+        "<tr><td>Diluted EPS</td><td>$</td><td>13.14</td><td></td><td>$</td><td>11.27</td></tr>"
+        "<tr><td>Shares used (000's)</td><td></td><td>444,757</td><td></td><td></td><td>444,346</td></tr></table>"
+        "<table><tr><td>Name</td><td>Role</td></tr><tr><td>Ann</td><td>CEO</td></tr></table>"
+    )
+    paras = read_document(p).split("\n\n")
+    assert paras[0] == "(in millions, except per share data)"
+    assert "Net sales — Fiscal 2022: $222,730 million; Fiscal 2021: $192,052 million" in paras
+    assert "Diluted EPS — Fiscal 2022: $13.14; Fiscal 2021: $11.27" in paras  # per-share: no unit
+    assert "Shares used (000's) — Fiscal 2022: 444,757; Fiscal 2021: 444,346" in paras
+    assert "Name | Role" in paras and "Ann | CEO" in paras  # no figures: cells as they are
+
+
+def test_pdf_table_rows_name_their_columns_and_units(tmp_path):
+    from pdfs import placed_pdf
+
+    cols = (300, 400)
+    items = [(50, 740, "Revenue rose because members bought more."),
+             (200, 700, "ACME CORP STATEMENTS OF INCOME"), (200, 686, "(amounts in millions, except per share data)"),
+             (332, 662, "Year Ended"), (290, 650, "Dec 31, 2024"), (390, 650, "Dec 31, 2023"), (50, 632, "REVENUE")]
+    rows = [("Net sales", "2,500", "2,100", True), ("Service fees", "1,200", "1,100", False),
+            ("Total revenue", "3,700", "3,200", False)]
+    y = 618
+    for label, a, b, dollar in rows:
+        items += [(60, y, label), (cols[0], y, a), (cols[1], y, b)]
+        if dollar:
+            items += [(cols[0] - 12, y, "$"), (cols[1] - 12, y, "$")]
+        y -= 14
+    items += [(50, y, "Diluted EPS"), (cols[0] - 12, y, "$"), (cols[0], y, "13.14"), (cols[1] - 12, y, "$"),
+              (cols[1], y, "11.27"), (50, y - 30, "The notes are an integral part of these statements.")]
+    p = tmp_path / "t.pdf"
+    p.write_bytes(placed_pdf(items))
+    paras = read_document(p).split("\n\n")
+    assert paras[0] == "Revenue rose because members bought more."
+    assert "REVENUE: Net sales — Year Ended Dec 31, 2024: $2,500 million; Year Ended Dec 31, 2023: $2,100 million" in paras
+    assert "REVENUE: Total revenue — Year Ended Dec 31, 2024: 3,700 million; Year Ended Dec 31, 2023: 3,200 million" in paras
+    assert "Diluted EPS — Year Ended Dec 31, 2024: $13.14; Year Ended Dec 31, 2023: $11.27" in paras
+    assert paras[-1] == "The notes are an integral part of these statements."
 
 
 def test_text_normalises_whitespace_and_zero_width(tmp_path):
@@ -279,11 +324,49 @@ def test_page_furniture_is_dropped_and_body_lines_kept():
 COSTCO = Path(__file__).resolve().parents[2] / "shared" / "data" / "10k-pdfs"
 
 
-@pytest.mark.skipif(not COSTCO.exists(), reason="../shared/data/10k-pdfs is not here (an installed kbake does not need it)")
-@pytest.mark.parametrize("year", [2020, 2021, 2022])
-def test_real_filing_has_no_running_header(year):
-    from kbake.ingest.readers import read_pdf
+needs_costco = pytest.mark.skipif(not COSTCO.exists(), reason="../shared/data/10k-pdfs is not here (an installed kbake does not need it)")
 
-    text = read_pdf(COSTCO / f"costco-10k-fy{year}.pdf")
-    assert "Table of Contents" not in text
-    assert "Net sales" in text and len(text) > 200_000
+
+@pytest.fixture(scope="module")
+def costco_chunks(tmp_path_factory):
+    """The three Costco filings ingested with the default options (about a minute)."""
+    import pandas as pd
+
+    run = RunDir(tmp_path_factory.mktemp("costco") / "run")
+    report = ingest([str(COSTCO / f"costco-10k-fy{y}.pdf") for y in (2020, 2021, 2022)], run, IngestArgs(), progress=False)
+    assert not report.errors
+    return pd.read_parquet(run.chunks)
+
+
+@needs_costco
+def test_real_filings_have_no_running_header_in_any_chunk(costco_chunks):
+    for year in (2020, 2021, 2022):
+        docs = costco_chunks[costco_chunks.source.str.contains(f"fy{year}")]
+        assert len(docs) > 200
+        assert not docs.text.str.contains("Table of Contents").any()
+
+
+# Read from the fiscal 2022 filing's pages (income statement p. 36, balance sheet p. 38,
+# segment note p. 79): (line item, column as printed, figure as printed).
+FY2022_FIGURES = [
+    ("Net sales", "52 Weeks Ended August 28, 2022", "$222,730 million"),
+    ("Membership fees", "52 Weeks Ended August 29, 2021", "3,877 million"),
+    ("Merchandise costs", "52 Weeks Ended August 30, 2020", "144,939 million"),
+    ("Operating income", "52 Weeks Ended August 28, 2022", "7,793 million"),
+    ("Provision for income taxes", "52 Weeks Ended August 29, 2021", "1,601 million"),
+    ("NET INCOME ATTRIBUTABLE TO COSTCO", "52 Weeks Ended August 28, 2022", "$5,844 million"),
+    ("Diluted", "52 Weeks Ended August 28, 2022", "$13.14"),
+    ("Cash and cash equivalents", "August 28, 2022", "$10,203 million"),
+    ("Merchandise inventories", "August 29, 2021", "14,215 million"),
+    ("TOTAL ASSETS", "August 28, 2022", "$64,166 million"),
+    ("Retained earnings", "August 28, 2022", "15,585 million"),
+    ("2022: Total revenue", "United States", "$165,294"),
+]
+
+
+@needs_costco
+@pytest.mark.parametrize("item,column,figure", FY2022_FIGURES, ids=[f[0] for f in FY2022_FIGURES])
+def test_real_filing_table_figures_keep_their_year_and_line_item(costco_chunks, item, column, figure):
+    docs = costco_chunks[costco_chunks.source.str.contains("fy2022")]
+    pattern = re.compile(rf"(?m)^(?:[A-Z][A-Z ()]*: )?{re.escape(item)} — (?:[^\n]*; )?{re.escape(column)}: {re.escape(figure)}(?:;|$)")
+    assert docs.text.map(lambda t: bool(pattern.search(t))).any(), f"no chunk pairs {figure} with {item} / {column}"

@@ -59,14 +59,8 @@ def read_html(path: Path) -> str:
     soup = BeautifulSoup(_decode(path.read_bytes(), path), "lxml")
     for tag in soup(["script", "style", "noscript", "template", "head", "svg"]):
         tag.decompose()
-    for table in soup.find_all("table"):
-        rows = []
-        for tr in table.find_all("tr"):
-            cells = [c.get_text(" ", strip=True) for c in tr.find_all(["td", "th"])]
-            cells = [c for c in cells if c]
-            if cells:
-                rows.append(" | ".join(cells))
-        table.replace_with("\n\n" + "\n\n".join(rows) + "\n\n")
+    for table in soup.find_all("table")[::-1]:  # innermost first: a nested table is read into its cell
+        table.replace_with("\n\n" + "\n\n".join(html_table_lines(table)) + "\n\n")
     for br in soup.find_all("br"):
         br.replace_with("\n\n")
     # One pass over the text nodes: a paragraph break wherever the nearest block-level
@@ -84,6 +78,61 @@ def read_html(path: Path) -> str:
     return normalize_paragraphs("".join(parts))
 
 
+def html_table_lines(table) -> list[str]:
+    """One line per row, each figure named by its column header ("Net sales — 2022: $222,730
+    million; 2021: …"; see `kbake.ingest.tables.render_table`). Cells are laid on a grid with
+    their colspans, so a header spanning a '$' cell and its figure names both. Rows before the
+    first row with a figure are the header; a table without figures (or without a header)
+    stays 'cell | cell | cell'."""
+    from kbake.ingest.tables import is_value, render_table, units_of
+
+    grid: list[list[str]] = []
+    plain: list[str] = []
+    for tr in table.find_all("tr"):
+        row: list[str] = []
+        cells = tr.find_all(["td", "th"])
+        for c in cells:
+            try:
+                span = max(1, min(int(c.get("colspan", 1)), 50))
+            except (TypeError, ValueError):
+                span = 1
+            row.extend([c.get_text(" ", strip=True)] * span if span > 1 else [c.get_text(" ", strip=True)])
+        if any(row):
+            grid.append(row)
+            plain.append(" | ".join(t for t in (c.get_text(" ", strip=True) for c in cells) if t))
+
+    def figures(r: list[str]) -> list[int]:
+        return [k for k, c in enumerate(r) if k > 0 and c and (is_value(c) or c in "$%")]
+
+    first = next((n for n, r in enumerate(grid) if any(is_value(c) for c in r[1:] if c)), None)
+    if first is None or first == 0:
+        return plain
+    head_cells = [c for r in grid[:first] for c in dict.fromkeys(r) if c and units_of(c)]
+    units_line = head_cells[0] if head_cells else ""
+    units_only = bool(units_line) and _UNITS_ONLY.match(units_line) is not None
+    heads = grid[:first]
+    width = max(len(r) for r in grid)
+    cols = sorted({k for r in grid[first:] for k, c in enumerate(r) if k > 0 and c and is_value(c)})
+    headers = [" ".join(dict.fromkeys(h[k] for h in heads if k < len(h) and h[k]
+                                      and not (units_only and h[k] == units_line))) for k in cols]
+    if not any(headers) or width < 2:
+        return plain
+    rows, currency = [], []
+    for r in grid[first:]:
+        label = r[0] if r else ""
+        values, cur = [], []
+        for k in cols:
+            v = r[k] if k < len(r) else ""
+            values.append(v if is_value(v) else "")
+            cur.append(k > 0 and k - 1 < len(r) and r[k - 1] == "$")
+        rows.append((label, values))
+        currency.append(cur)
+    return render_table(headers, rows, units_line, currency, show_units=units_only)
+
+
+_UNITS_ONLY = re.compile(r"^\(?\s*(?:amounts |dollars )?in \w+(?:,[^)]*)?\)?$", re.I)
+
+
 _BLOCK_TAGS = frozenset({"p", "div", "section", "article", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6",
                          "blockquote", "pre", "dt", "dd", "dl", "header", "footer", "tr", "td", "th", "table",
                          "caption", "figcaption", "main", "nav", "aside", "body", "html", "form", "address"})
@@ -97,32 +146,55 @@ def _line_shape(line: str) -> str:
     return re.sub(r"\d+", "#", " ".join(line.split()).lower())
 
 
-def drop_page_furniture(pages: list[str]) -> list[str]:
-    """Remove running headers and footers (a "Table of Contents" link, the company name, page
-    numbers): lines among the first or last FURNITURE_EDGE of a page whose shape (digits as #)
-    is at the edge of at least FURNITURE_SHARE of the pages (and of 3 or more). The same line in
-    the body of a page, e.g. a table row, is kept."""
+def furniture_lines(pages: list[list[str]]) -> list[set[int]]:
+    """Indices of running headers and footers per page (a "Table of Contents" link, the company
+    name, page numbers): lines among the first or last FURNITURE_EDGE of a page whose shape
+    (digits as #) is at the edge of at least FURNITURE_SHARE of the pages (and of 3 or more).
+    The same line in the body of a page, e.g. a table row, is kept."""
     if len(pages) < 3:
-        return pages
-    lines = [p.splitlines() for p in pages]
+        return [set() for _ in pages]
 
     def edges(ls: list[str]) -> list[int]:
         return sorted(set(range(min(FURNITURE_EDGE, len(ls)))) | set(range(max(0, len(ls) - FURNITURE_EDGE), len(ls))))
 
     counts: dict[str, int] = {}
-    for ls in lines:
+    for ls in pages:
         for shape in {_line_shape(ls[i]) for i in edges(ls)}:
             counts[shape] = counts.get(shape, 0) + 1
     need = max(3, FURNITURE_SHARE * len(pages))
     furniture = {sh for sh, n in counts.items() if n >= need and sh}
-    out = []
-    for ls in lines:
-        drop = {i for i in edges(ls) if _line_shape(ls[i]) in furniture}
-        out.append("\n".join(l for i, l in enumerate(ls) if i not in drop))
-    return out
+    return [{i for i in edges(ls) if _line_shape(ls[i]) in furniture} for ls in pages]
+
+
+def drop_page_furniture(pages: list[str]) -> list[str]:
+    """Pages' text without the lines `furniture_lines` finds."""
+    lines = [p.splitlines() for p in pages]
+    drops = furniture_lines(lines)
+    return ["\n".join(l for i, l in enumerate(ls) if i not in drop) for ls, drop in zip(lines, drops)]
+
+
+def _pdf_blocks(path: Path, password: str) -> list[str] | None:
+    """Paragraphs and table rows from pdfplumber's word positions (see `kbake.ingest.tables`);
+    None when pdfplumber cannot read a file pypdf could (then pypdf's text is used)."""
+    import pdfplumber
+
+    from kbake.ingest.tables import group_lines, page_blocks_from_lines
+
+    try:
+        with pdfplumber.open(str(path), password=password) as pdf:
+            pages = [group_lines(page.extract_words()) for page in pdf.pages]
+    except Exception:  # pdfminer raises many unrelated types on malformed input
+        return None
+    drops = furniture_lines([[ln.text for ln in lines] for lines in pages])
+    blocks: list[str] = []
+    for lines, drop in zip(pages, drops):
+        blocks.extend(page_blocks_from_lines([ln for i, ln in enumerate(lines) if i not in drop]))
+    return blocks
 
 
 def read_pdf(path: Path) -> str:
+    """A PDF's text as a reader sees it: running headers and footers dropped, paragraphs kept
+    apart, and each table row written with its line item and column headers."""
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
@@ -142,7 +214,13 @@ def read_pdf(path: Path) -> str:
         raise ReadError(f"corrupt PDF ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else 'unreadable'})") from None
     if not pages:
         raise ReadError("PDF has no pages")
-    text = normalize_paragraphs("\n\n".join(drop_page_furniture(pages)))
+    if not any(p.strip() for p in pages):
+        raise ReadError("image-only PDF (no text layer; run OCR first)")
+    blocks = _pdf_blocks(path, "")
+    if blocks is None:
+        text = normalize_paragraphs("\n\n".join(drop_page_furniture(pages)))
+    else:
+        text = normalize_paragraphs("\n\n".join(blocks))
     if not text:
         raise ReadError("image-only PDF (no text layer; run OCR first)")
     return text
