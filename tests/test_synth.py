@@ -257,10 +257,12 @@ def test_estimate_counts_the_calls_the_run_makes_and_its_probe_is_reused(run, ti
     est = estimate(run, args)
     n_chunks, n_docs = len(read_chunks(run.chunks)), 1
     assert est.kinds["qa"].calls == n_chunks and est.kinds["entigraph"].calls == n_chunks + 3 * n_docs
-    assert est.kinds["qa"].input_tokens > n_chunks * 50 and est.probe["requests"] == 4 and est.seconds > 0
-    assert 0 < est.output_share <= 1 and "probe of 4 real requests" in est.line()
+    # One probe batch per kind known up front: QA and EntiGraph's entity lists.
+    assert est.kinds["qa"].input_tokens > n_chunks * 50 and est.probe["requests"] == 8 and est.seconds > 0
+    assert 0 < est.output_share <= 1 and "probe of 8 real requests" in est.line()
+    assert est.kinds["entigraph"].later_calls == 3 and est.probe["step_s"] > 0
     report = synth(run, args, progress=False, embedder=embedder)
-    assert report.cache_hits >= 4
+    assert report.cache_hits >= 8
     assert report.kinds["qa"].jobs == est.kinds["qa"].calls
     assert report.kinds["entigraph"].jobs <= est.kinds["entigraph"].calls  # relation calls: at most their cap
 

@@ -4,10 +4,12 @@ Calls and input tokens are counted from the very jobs the run would make; EntiGr
 relation calls depend on the entities its first phase finds, so they are counted at their
 cap per document (`entigraph_pairs + entigraph_triples`, each with two chunks of context).
 Output tokens and time:
-- local backend: a probe runs the first batch of real requests (`batch_size` of them) and
-  is timed. Its answers go to the run's cache, so the real run reuses them. A batch decodes
-  until its longest answer ends, so a kind's batches are scaled from the probe's by their
-  `max_tokens`; output tokens by the probe's mean share of `max_tokens`.
+- local backend: a probe runs the first batch (`batch_size` requests) of each kind whose
+  jobs are known up front (QA, rephrasings, EntiGraph's entity lists) and times it. Its
+  answers go to the run's cache, so the real run reuses them. Each of a kind's batches is
+  taken to cost what its probe batch cost. EntiGraph's relation batches are priced from the
+  probes' decode-step time (seconds per generated token of the longest answer in a batch)
+  at their full `entigraph_max_tokens`, since their passages tend to run to the cap.
 - an endpoint: no probe (it would cost money): answers assumed to use half their
   `max_tokens`, each stream at `estimate_tokens_per_s`, `concurrency` streams at once;
   the price comes from `price_per_million_input` / `_output` when set.
@@ -31,13 +33,19 @@ class KindPlan:
     input_tokens: int
     max_tokens: int
     """Longest answer of this kind's calls."""
+    jobs: list[Job] = field(default_factory=list, repr=False)
+    """The calls known before the run starts (all of them but EntiGraph's relation calls)."""
+    later_calls: int = 0
+    """Calls that depend on earlier answers (EntiGraph relations), counted at their cap."""
+    later_max_tokens: int = 0
+    output_share: float = 1.0
+    """Expected answer length as a share of max_tokens (measured by the probe when local)."""
+    seconds: float = float("nan")
 
 
 @dataclass
 class Estimate:
     kinds: dict[str, KindPlan]
-    output_share: float
-    """Expected answer length as a share of max_tokens."""
     seconds: float
     basis: str
     cost: float | None = None
@@ -53,7 +61,13 @@ class Estimate:
 
     @property
     def output_tokens(self) -> int:
-        return round(sum(k.calls * k.max_tokens for k in self.kinds.values()) * self.output_share)
+        return round(sum((k.calls - k.later_calls) * k.max_tokens * k.output_share
+                         + k.later_calls * k.later_max_tokens for k in self.kinds.values()))  # later: at the cap
+
+    @property
+    def output_share(self) -> float:
+        cap = sum((k.calls - k.later_calls) * k.max_tokens + k.later_calls * k.later_max_tokens for k in self.kinds.values())
+        return self.output_tokens / cap if cap else 0.0
 
     def line(self) -> str:
         cost = f", about ${self.cost:,.2f}" if self.cost is not None else ""
@@ -72,9 +86,9 @@ def count_tokens(jobs: list[Job], tokenizer) -> int:
     return sum(len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]) if texts else 0
 
 
-def plan(chunks_by_doc: dict[str, list[dict]], args, seed: int, tokenizer) -> tuple[dict[str, KindPlan], list[Job]]:
-    """Calls and input tokens per kind, and the jobs of the first kind (for the probe)."""
-    out, first = {}, []
+def plan(chunks_by_doc: dict[str, list[dict]], args, seed: int, tokenizer) -> dict[str, KindPlan]:
+    """Calls and input tokens per kind, with the jobs known before the run starts."""
+    out = {}
     for kind in args.kinds:
         if kind == "entigraph":
             jobs = entigraph.entity_jobs(chunks_by_doc, args, seed)
@@ -86,15 +100,15 @@ def plan(chunks_by_doc: dict[str, list[dict]], args, seed: int, tokenizer) -> tu
             rel_prompt = count_tokens(entigraph.relation_jobs(
                 {d: ["A B", "C D"] for d in list(chunks_by_doc)[:1]},
                 {d: [{"chunk_id": "x", "text": "A B C D"}] for d in list(chunks_by_doc)[:1]}, args, seed, {}), tokenizer)
-            plan_ = KindPlan(len(jobs) + rel_calls, count_tokens(jobs, tokenizer) + round(rel_calls * (rel_prompt + 2 * mean_chunk)),
-                             args.entigraph_max_tokens)
+            out[kind] = KindPlan(len(jobs) + rel_calls, count_tokens(jobs, tokenizer) + round(rel_calls * (rel_prompt + 2 * mean_chunk)),
+                                 jobs[0].request.sampling.max_tokens if jobs else args.entigraph_max_tokens, jobs,
+                                 rel_calls, args.entigraph_max_tokens)
         else:
             module = qa if kind == "qa" else rephrase
             jobs = module.jobs(chunks_by_doc, args, seed)
-            plan_ = KindPlan(len(jobs), count_tokens(jobs, tokenizer), args.qa_max_tokens if kind == "qa" else args.rephrase_max_tokens)
-        out[kind] = plan_
-        first = first or jobs
-    return out, first
+            out[kind] = KindPlan(len(jobs), count_tokens(jobs, tokenizer),
+                                 args.qa_max_tokens if kind == "qa" else args.rephrase_max_tokens, jobs)
+    return out
 
 
 def estimate(run, args, seed: int = 0, *, llm=None, probe: bool = True) -> Estimate:
@@ -104,31 +118,43 @@ def estimate(run, args, seed: int = 0, *, llm=None, probe: bool = True) -> Estim
     from kbake.synth import group_by_doc, llm_for
 
     by_doc = group_by_doc(read_chunks(run.chunks))
-    kinds, first = plan(by_doc, args, seed, load_tokenizer("default"))
+    kinds = plan(by_doc, args, seed, load_tokenizer("default"))
     local = args.llm == "local" or args.llm.startswith("local:")
     if not local:
-        per_call = [(k.max_tokens * ENDPOINT_OUTPUT_SHARE) / args.estimate_tokens_per_s for k in kinds.values()
-                    for _ in range(k.calls)]
-        seconds = sum(per_call) / args.concurrency
-        est = Estimate(kinds, ENDPOINT_OUTPUT_SHARE, seconds,
+        for k in kinds.values():
+            k.output_share = ENDPOINT_OUTPUT_SHARE
+            k.seconds = (k.calls - k.later_calls) * k.max_tokens * k.output_share / args.estimate_tokens_per_s / args.concurrency
+            k.seconds += k.later_calls * k.later_max_tokens * k.output_share / args.estimate_tokens_per_s / args.concurrency
+        est = Estimate(kinds, sum(k.seconds for k in kinds.values()),
                        f"endpoint: {args.concurrency} streams at {args.estimate_tokens_per_s:g} tokens/s, answers half of max_tokens")
         if args.price_per_million_input is not None or args.price_per_million_output is not None:
             est.cost = (est.input_tokens * (args.price_per_million_input or 0)
                         + est.output_tokens * (args.price_per_million_output or 0)) / 1e6
         return est
-    if not probe or not first:
-        return Estimate(kinds, 1.0, float("nan"), "time: `kbake synth --estimate` measures it with a probe")
+    if not probe or not any(k.jobs for k in kinds.values()):
+        return Estimate(kinds, float("nan"), "time: `kbake synth --estimate` measures it with a probe")
     llm = llm or llm_for(run, args)
-    sample = first[: args.batch_size]
-    t0 = time.perf_counter()
-    comps = llm.complete([j.request for j in sample])
-    secs = time.perf_counter() - t0
-    done = [c for c in comps if c is not None]
-    probe_max = sample[0].request.sampling.max_tokens
-    share = sum(c.completion_tokens for c in done) / max(1, len(done) * probe_max)
-    cached = sum(c.cached for c in done)
-    seconds = sum(math.ceil(k.calls / args.batch_size) * secs * k.max_tokens / probe_max for k in kinds.values())
-    basis = (f"local: a probe of {len(sample)} real requests took {secs:.1f} s"
+    probed, probe_secs, cached, step_times = 0, 0.0, 0, []
+    for k in kinds.values():
+        if not k.jobs:
+            continue
+        sample = k.jobs[: args.batch_size]
+        t0 = time.perf_counter()
+        comps = llm.complete([j.request for j in sample])
+        secs = time.perf_counter() - t0
+        done = [c for c in comps if c is not None]
+        k.output_share = sum(c.completion_tokens for c in done) / max(1, len(done) * k.max_tokens)
+        k.seconds = math.ceil(len(k.jobs) / args.batch_size) * secs
+        steps = max((c.completion_tokens for c in done), default=0)
+        if steps and not any(c.cached for c in done):
+            step_times.append(secs / steps)
+        probed, probe_secs, cached = probed + len(sample), probe_secs + secs, cached + sum(c.cached for c in done)
+    step = max(step_times) if step_times else float("nan")
+    for k in kinds.values():
+        if k.later_calls:
+            k.seconds += math.ceil(k.later_calls / args.batch_size) * step * k.later_max_tokens
+    basis = (f"local: a probe of {probed} real requests (one batch per kind) took {probe_secs:.1f} s"
              + (f", {cached} of them already cached: time underestimated" if cached else "")
-             + f"; answers used {100 * share:.0f}% of max_tokens; batches of {args.batch_size}")
-    return Estimate(kinds, share, seconds, basis, probe={"requests": len(sample), "seconds": secs, "cached": cached})
+             + f"; decode step {step:.2f} s; batches of {args.batch_size}")
+    return Estimate(kinds, sum(k.seconds for k in kinds.values()), basis,
+                    probe={"requests": probed, "seconds": probe_secs, "cached": cached, "step_s": step})
