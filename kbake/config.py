@@ -36,6 +36,8 @@ class IngestArgs(StageArgs):
     """Chunks whose estimated Jaccard similarity (MinHash of word 5-grams) reaches this are near-duplicates; the later one is dropped."""
     minhash_perm: int = Field(128, ge=16, le=1024)
     """MinHash permutations: more is a finer similarity estimate, slower."""
+    filing_boilerplate: Literal["drop", "keep"] = "drop"
+    """'drop': leave out an SEC filing's cover-page check boxes, exhibit index, signatures and certifications (docs/ingest.md); other documents are unaffected. 'keep': ingest every paragraph."""
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> "IngestArgs":

@@ -370,3 +370,25 @@ def test_real_filing_table_figures_keep_their_year_and_line_item(costco_chunks, 
     docs = costco_chunks[costco_chunks.source.str.contains("fy2022")]
     pattern = re.compile(rf"(?m)^(?:[A-Z][A-Z ()]*: )?{re.escape(item)} — (?:[^\n]*; )?{re.escape(column)}: {re.escape(figure)}(?:;|$)")
     assert docs.text.map(lambda t: bool(pattern.search(t))).any(), f"no chunk pairs {figure} with {item} / {column}"
+
+
+def test_filing_boilerplate_is_dropped_and_other_text_kept():
+    from kbake.ingest.readers import drop_filing_boilerplate
+
+    filing = "\n\n".join([
+        "FORM 10-K",
+        "Indicate by check mark if the registrant is a well-known seasoned issuer. Yes ☒ No ☐ Indicate by check mark "
+        "whether the registrant is a shell company. Yes ☐ No ☒ The number of shares outstanding was 442,604,145.",
+        "Net sales increased 16% to $222,730.",
+        "Incorporated by Reference Exhibit Filed Number Exhibit Description 3.1 Articles of Incorporation",
+        "SIGNATURES Pursuant to the requirements of Section 13 or 15(d) the registrant has duly caused this report to be signed.",
+        "By /s/ W. CRAIG JELINEK W. Craig Jelinek Chief Executive Officer",
+        "Exhibit 21.1 SUBSIDIARIES OF THE COMPANY",
+        "Exhibit 31.1", "I, W. Craig Jelinek, certify that:", "1) I have reviewed this Annual Report.",
+        "Exhibit 32.1 CERTIFICATION PURSUANT TO 18 U.S.C. SECTION 1350", "Signed by the officers.",
+    ])
+    assert drop_filing_boilerplate(filing).split("\n\n") == [
+        "FORM 10-K", "The number of shares outstanding was 442,604,145.", "Net sales increased 16% to $222,730.",
+        "Exhibit 21.1 SUBSIDIARIES OF THE COMPANY"]
+    manual = "Press the red button.\n\nExhibit A shows the wiring; check the fuse first.\n\nYes, it is safe."
+    assert drop_filing_boilerplate(manual) == manual  # a non-filing is unchanged

@@ -16,7 +16,7 @@ from pathlib import Path
 from kbake.config import IngestArgs
 from kbake.ingest.chunker import chunk_text
 from kbake.ingest.dedup import StreamingDedup, normalized_hash
-from kbake.ingest.readers import SUPPORTED, ReadError, read_document
+from kbake.ingest.readers import SUPPORTED, ReadError, drop_filing_boilerplate, read_document
 from kbake.run import ChunkWriter, RunDir, config_hash, iter_chunks, load_manifest, provenance, save_stage, sha256_file
 
 
@@ -128,6 +128,10 @@ def ingest(inputs: list[str], run: RunDir, args: IngestArgs, *, seed: int = 0, p
         for path, did, digest in _progress(todo, progress):
             try:
                 text = read_document(path)
+                if args.filing_boilerplate == "drop":
+                    text = drop_filing_boilerplate(text)
+                if not text.strip():
+                    raise ReadError("empty (nothing left after dropping filing boilerplate)")
             except ReadError as e:
                 report.errors.append((str(path), str(e)))
                 continue  # a file that turned bad keeps its old chunks

@@ -226,6 +226,39 @@ def read_pdf(path: Path) -> str:
     return text
 
 
+_CHECK_BOX = re.compile("[☐☒☑□■]")
+_EXHIBIT = re.compile(r"^Exhibit (\d+)\.\d+\b")
+
+
+def _cover_question(sentence: str) -> bool:
+    """A check-box question of a filing's cover, its answer boxes, or a fragment the boxes cut off."""
+    return bool(_CHECK_BOX.search(sentence) or re.search(r"check mark|\bfiler\b", sentence, re.I)
+                or re.match(r"[\d)(]*[a-z)]", sentence))
+
+
+def drop_filing_boilerplate(text: str) -> str:
+    """Text without what an SEC filing carries for form's sake rather than knowledge: the
+    cover page's check-box questions ("Indicate by check mark …  Yes ☒ No ☐", sentence by
+    sentence), the exhibit index (paragraphs with "Exhibit Description"), signature blocks
+    (paragraphs with "/s/" or opening "SIGNATURES") and the officers' certifications
+    (Exhibits 31 and 32, up to the next exhibit). A document without these markers, i.e.
+    almost any non-filing, is returned unchanged (paragraphs with "/s/" aside)."""
+    out: list[str] = []
+    in_certification = False
+    for para in text.split("\n\n"):
+        m = _EXHIBIT.match(para)
+        if m:
+            in_certification = m.group(1) in ("31", "32")
+        if in_certification or "/s/" in para or para.startswith("SIGNATURES") or "Exhibit Description" in para:
+            continue
+        if _CHECK_BOX.search(para) or "indicate by check mark" in para.lower():
+            para = " ".join(sent for sent in re.split(r"(?<=[.?☐☒☑□■])\s+", para) if not _cover_question(sent))
+            if not para:
+                continue
+        out.append(para)
+    return "\n\n".join(out)
+
+
 def read_document(path: Path) -> str:
     """Plain text of one document, or ReadError with the reason."""
     ext = path.suffix.lower()
