@@ -392,3 +392,25 @@ def test_filing_boilerplate_is_dropped_and_other_text_kept():
         "Exhibit 21.1 SUBSIDIARIES OF THE COMPANY"]
     manual = "Press the red button.\n\nExhibit A shows the wiring; check the fuse first.\n\nYes, it is safe."
     assert drop_filing_boilerplate(manual) == manual  # a non-filing is unchanged
+
+
+COSTCO_PROBES = Path(__file__).parent / "data" / "costco-fy2022-probes.jsonl"
+
+
+def test_costco_probes_are_valid_and_split_evenly():
+    from kbake.run import read_probes
+
+    probes = read_probes(COSTCO_PROBES)
+    assert len(probes) == 30 and {p.split for p in probes} == {"dev", "test"}
+    assert sum(p.split == "test" for p in probes) == 15
+    assert all(p.evidence and p.answer not in p.distractors for p in probes)
+
+
+@needs_costco
+def test_costco_probes_evidence_is_in_the_ingested_filing(costco_chunks):
+    from kbake.run import read_probes
+
+    docs = costco_chunks[costco_chunks.source.str.contains("fy2022")]
+    texts = [" ".join(t.lower().split()) for t in docs.text]
+    for p in read_probes(COSTCO_PROBES):
+        assert any(" ".join(p.evidence.lower().split()) in t for t in texts), p.id
