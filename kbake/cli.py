@@ -54,10 +54,15 @@ def ingest(
     tokenizer: Optional[str] = typer.Option(None, help="Tokenizer that counts chunk sizes: 'default', a Hugging Face id or a folder."),
     chunk_tokens: Optional[int] = typer.Option(None, help="Largest chunk, in tokens."),
     overlap_tokens: Optional[int] = typer.Option(None, help="Tokens shared by consecutive chunks."),
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="Date these documents' facts hold, YYYY-MM-DD (default: front matter `as_of:`, else the document's own 'fiscal year ended <date>')."),
+    entity: Optional[str] = typer.Option(None, help="Whose facts these are, linking yearly documents (default: the filing's registrant, else the file name without digits)."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ):
     """Read documents, cut them into token-bounded chunks, drop duplicates: writes RUN/chunks.parquet.
+
+    Each document is dated (`as_of`) and named (`entity`), so a newer filing of the same
+    company can be ingested into the same run and trained in with `kbake train --from`.
 
     Unchanged files are skipped; changed files replace their chunks. Bad files are named
     with the reason and the rest still ingest; the exit code is 1 only when nothing usable
@@ -67,7 +72,7 @@ def ingest(
     from kbake.run import RunDir
 
     cfg = _recipe(recipe, set_, {"ingest.tokenizer": tokenizer, "ingest.chunk_tokens": chunk_tokens,
-                                 "ingest.overlap_tokens": overlap_tokens})
+                                 "ingest.overlap_tokens": overlap_tokens, "ingest.as_of": as_of, "ingest.entity": entity})
     rd = RunDir.at(run)
     report = ingest_documents(docs, rd, cfg.ingest, seed=cfg.seed, progress=not quiet)
     for path, reason in report.errors:

@@ -8,6 +8,7 @@ Unknown keys are rejected, as TRL's parser and nanoGPT's configurator do.
 from __future__ import annotations
 
 from pathlib import Path
+from datetime import date
 from typing import Any, Literal
 
 import yaml
@@ -36,6 +37,10 @@ class IngestArgs(StageArgs):
     """Chunks whose estimated Jaccard similarity (MinHash of word 5-grams) reaches this are near-duplicates; the later one is dropped."""
     minhash_perm: int = Field(128, ge=16, le=1024)
     """MinHash permutations: more is a finer similarity estimate, slower."""
+    as_of: date | None = None
+    """Date the documents of this ingest describe (YYYY-MM-DD); unset: a front-matter `as_of:`, else the document's own "fiscal year ended <date>" (docs/ingest.md)."""
+    entity: str | None = None
+    """Whose facts the documents state, linking a company's yearly filings; unset: the filing's registrant name, else the file name without digits."""
     filing_boilerplate: Literal["drop", "keep"] = "drop"
     """'drop': leave out an SEC filing's cover-page check boxes, exhibit index, signatures and certifications (docs/ingest.md); other documents are unaffected. 'keep': ingest every paragraph."""
 

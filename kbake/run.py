@@ -35,8 +35,11 @@ CHUNK_SCHEMA = pa.schema(
         ("n_tokens", pa.int32()),
         ("sha256", pa.string()),
         ("text", pa.string()),
+        ("as_of", pa.string()),
+        ("entity", pa.string()),
     ]
 )
+"""`as_of`: ISO date the document's facts hold ('' unknown); `entity`: whose facts (kbake/ingest/dates.py)."""
 
 
 @dataclass(frozen=True)
@@ -204,13 +207,20 @@ class ChunkWriter:
 def iter_chunks(path: Path, batch_size: int = 2048):
     """Chunk rows one at a time, without loading the whole table."""
     for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size):
-        yield from batch.to_pylist()
+        for row in batch.to_pylist():
+            row.setdefault("as_of", "")
+            row.setdefault("entity", "")
+            yield row
 
 
 def read_chunks(path: Path) -> list[dict]:
     if not Path(path).exists():
         raise FileNotFoundError(f"{path}: no chunks yet; run `kbake ingest DOCS --run {Path(path).parent}` first")
-    return pq.read_table(path, schema=CHUNK_SCHEMA).to_pylist()
+    table = pq.read_table(path)
+    for name in ("as_of", "entity"):  # runs ingested before documents were dated
+        if name not in table.column_names:
+            table = table.append_column(name, pa.array([""] * table.num_rows, pa.string()))
+    return table.select(CHUNK_SCHEMA.names).cast(CHUNK_SCHEMA).to_pylist()
 
 
 # ---------------------------------------------------------------- hashes

@@ -414,3 +414,53 @@ def test_costco_probes_evidence_is_in_the_ingested_filing(costco_chunks):
     texts = [" ".join(t.lower().split()) for t in docs.text]
     for p in read_probes(COSTCO_PROBES):
         assert any(" ".join(p.evidence.lower().split()) in t for t in texts), p.id
+
+
+# ---------------------------------------------------------------- dates and entities
+
+
+def test_documents_are_dated_from_flag_front_matter_or_their_own_text(tmp_path, tiny_model):
+    from kbake.ingest.dates import parse_date
+
+    (tmp_path / "a.md").write_text("---\ntitle: Pump manual\nas_of: 2024-03-01\n---\n\nThe pump runs at 1,450 rpm.")
+    (tmp_path / "b.txt").write_text("Annual report for the fiscal year ended Sept. 27, 2025.\n\nRevenue rose.")
+    (tmp_path / "c.txt").write_text("No date here at all.")
+    run = RunDir.at(tmp_path / "run")
+    ingest([str(tmp_path / n) for n in ("a.md", "b.txt", "c.txt")], run, args(tiny_model), progress=False)
+    rows = {r["source"].rsplit("/", 1)[-1]: r for r in read_chunks(run.chunks)}
+    assert rows["a.md"]["as_of"] == "2024-03-01" and rows["b.txt"]["as_of"] == "2025-09-27" and rows["c.txt"]["as_of"] == ""
+    assert rows["a.md"]["entity"] == "a"  # file name without digits
+    manifest = json.loads(run.manifest.read_text())["stages"]["ingest"]["docs"]
+    assert {d["as_of"] for d in manifest.values()} == {"2024-03-01", "2025-09-27", None}
+    # --as-of overrides, and does not re-chunk or drop the other documents
+    run2 = RunDir.at(tmp_path / "run2")
+    ingest([str(tmp_path / "c.txt")], run2, args(tiny_model), progress=False)
+    ingest([str(tmp_path / "b.txt")], run2, args(tiny_model, as_of=parse_date("2026-01-31"), entity="Corvane"), progress=False)
+    rows = {r["source"].rsplit("/", 1)[-1]: r for r in read_chunks(run2.chunks)}
+    assert set(rows) == {"b.txt", "c.txt"}
+    assert rows["b.txt"]["as_of"] == "2026-01-31" and rows["b.txt"]["entity"] == "Corvane"
+    docs = json.loads(run2.manifest.read_text())["stages"]["ingest"]["docs"]
+    assert sorted(d["round"] for d in docs.values()) == [1, 2]  # the newer document is the newest round
+
+
+def test_sample_is_dated(tmp_path, tiny_model):
+    from kbake.ingest.dates import document_as_of
+
+    path = sample_documents()[0]
+    assert str(document_as_of(path, read_document(path))) == "2025-09-27"
+
+
+def test_dates_parse_the_forms_filings_print():
+    from kbake.ingest.dates import parse_date, stated_as_of
+
+    assert str(parse_date("AUGUST 28, 2022")) == "2022-08-28" and str(parse_date("Sept. 3, 2017")) == "2017-09-03"
+    assert parse_date("Smarch 3, 2017") is None and parse_date("February 30, 2021") is None
+    assert str(stated_as_of("FORM 10-Q For the quarterly period ended March 31, 2024")) == "2024-03-31"
+
+
+@needs_costco
+def test_real_filings_are_dated_and_linked(costco_chunks):
+    for year, day in ((2020, "2020-08-30"), (2021, "2021-08-29"), (2022, "2022-08-28")):
+        docs = costco_chunks[costco_chunks.source.str.contains(f"fy{year}")]
+        assert set(docs.as_of) == {day}
+        assert set(docs.entity) == {"Costco Wholesale Corporation"}

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kbake.config import IngestArgs
 from kbake.ingest.chunker import chunk_text
+from kbake.ingest.dates import document_as_of, entity_of
 from kbake.ingest.dedup import StreamingDedup, normalized_hash
 from kbake.ingest.readers import SUPPORTED, ReadError, drop_filing_boilerplate, read_document
 from kbake.run import ChunkWriter, RunDir, config_hash, iter_chunks, load_manifest, provenance, save_stage, sha256_file
@@ -84,7 +85,8 @@ def ingest(inputs: list[str], run: RunDir, args: IngestArgs, *, seed: int = 0, p
     run.ensure()
     report = IngestReport()
     files, report.errors, report.skipped = discover(inputs)
-    options = args.model_dump(mode="json")
+    # Dates and entities describe documents, not chunking: changing them does not re-chunk.
+    options = args.model_dump(mode="json", exclude={"as_of", "entity"})
     options_hash = config_hash(options)
 
     prior = load_manifest(run).get("stages", {}).get("ingest", {})
@@ -110,6 +112,9 @@ def ingest(inputs: list[str], run: RunDir, args: IngestArgs, *, seed: int = 0, p
 
     tokenizer = load_tokenizer(args.tokenizer) if todo else None
     docs = dict(prior_docs)
+    # Each ingest that adds or changes documents is a round; `kbake train --from` trains on the
+    # newest round's chunks (with replay of the rest).
+    this_round = max((d.get("round", 1) for d in docs.values()), default=0) + 1
     writer = ChunkWriter(run.chunks)
     try:
         dedup = StreamingDedup(args.near_dup_threshold, args.minhash_perm, folder=run.root)
@@ -128,6 +133,8 @@ def ingest(inputs: list[str], run: RunDir, args: IngestArgs, *, seed: int = 0, p
         for path, did, digest in _progress(todo, progress):
             try:
                 text = read_document(path)
+                as_of = document_as_of(path, text, args.as_of)
+                entity = args.entity or entity_of(path, text)
                 if args.filing_boilerplate == "drop":
                     text = drop_filing_boilerplate(text)
                 if not text.strip():
@@ -139,10 +146,12 @@ def ingest(inputs: list[str], run: RunDir, args: IngestArgs, *, seed: int = 0, p
             for n, sp in enumerate(spans):
                 piece = text[sp.start : sp.end]
                 keep({"chunk_id": f"{did}:{n:04d}", "doc_id": did, "source": str(path), "start": sp.start,
-                      "end": sp.end, "n_tokens": sp.n_tokens, "sha256": normalized_hash(piece), "text": piece})
+                      "end": sp.end, "n_tokens": sp.n_tokens, "sha256": normalized_hash(piece), "text": piece,
+                      "as_of": as_of.isoformat() if as_of else "", "entity": entity})
             (report.updated if did in docs else report.added).append(str(path))
             replaced.add(did)
-            docs[did] = {"source": str(path), "sha256": digest, "n_chars": len(text)}
+            docs[did] = {"source": str(path), "sha256": digest, "n_chars": len(text),
+                         "as_of": as_of.isoformat() if as_of else None, "entity": entity, "round": this_round}
         if prior_docs:
             for row in iter_chunks(run.chunks):
                 if row["doc_id"] not in replaced:
