@@ -12,7 +12,7 @@ import json
 import os
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -332,6 +332,10 @@ class Probe:
     chunk_id: str = ""
     split: str = "test"
     """'dev' (choose recipes on these) or 'test' (the reported numbers); a file without the field is all test."""
+    as_of: str = ""
+    """An update probe: the date (YYYY-MM-DD) from which `answer` is true ('' for a timeless fact)."""
+    stale: list = field(default_factory=list)
+    """An update probe: earlier values, [{"as_of": "YYYY-MM-DD", "value": "..."}], each also among the distractors."""
 
 
 SPLITS = ("dev", "test")
@@ -359,4 +363,8 @@ def read_probes(path: Path) -> list[Probe]:
     for i, p in enumerate(probes, 1):
         if p.split not in SPLITS:
             raise ValueError(f"{path}: line {i} (probe {p.id}): split must be 'dev' or 'test', got {p.split!r}")
+        for old in p.stale:
+            if not isinstance(old, dict) or old.get("value") not in p.distractors:
+                raise ValueError(f"{path}: line {i} (probe {p.id}): each stale entry must be "
+                                 f'{{"as_of": "YYYY-MM-DD", "value": V}} with V among the distractors')
     return probes

@@ -9,13 +9,14 @@ import math
 import pytest
 import torch
 
-from kbake.config import EvalArgs, Recipe
+from kbake.config import EvalArgs, IngestArgs, Recipe
 from kbake.eval import evaluate
 from kbake.eval.forgetting import encode_general, general_nll_and_kl
 from kbake.eval.rag import is_hit, load_index
 from kbake.eval.score import exact_match, option_ids, score_choices, score_many, score_separately, score_shared, token_f1
 from kbake.models import load_causal_lm
-from kbake.run import Probe
+from kbake.ingest import ingest
+from kbake.run import Probe, RunDir, read_chunks, read_probes
 from kbake.sample import general_paragraphs
 from kbake.train import train
 
@@ -193,3 +194,92 @@ def test_equal_learning_interpolates_along_the_lines():
                           {"name": "b", "trajectory": [pt(-8, 20)]}]}
     [line] = equal_learning(metrics)
     assert "+10.0 points of learning" in line and "-2.0 points for a" in line and "-4.0 for b" in line
+
+
+# ---------------------------------------------------------------- changed facts and advice
+
+
+def test_update_probes_score_newest_stale_neither_and_rag_newest(tmp_path, tiny_model, embedder):
+    """Two dated filings of one company; update probes whose answer changed. The base model's
+    outcomes fall in the three classes, and RAG restricted to the newest filing retrieves
+    only its chunks."""
+    from kbake.eval.updates import newest_documents, outcome
+
+    d = tmp_path / "docs"
+    d.mkdir()
+    for year, sales, plants in ((2024, "$1,642.8 million", "four"), (2025, "$1,842.6 million", "five")):
+        (d / f"acme-{year}.txt").write_text(
+            f"Annual report for the fiscal year ended September 27, {year}.\n\n"
+            f"Acme's revenue was {sales} in fiscal {year}. Acme runs {plants} membrane plants in Denmark.")
+    run = RunDir.at(tmp_path / "run")
+    ingest([str(d)], run, IngestArgs(tokenizer=tiny_model), progress=False)
+    chunks = read_chunks(run.chunks)
+    newest = newest_documents(chunks)
+    assert newest and all(c["as_of"] == "2025-09-27" for c in chunks if c["chunk_id"] in newest)
+    probes = [
+        {"id": "u1", "question": "What was Acme's revenue in its latest fiscal year?", "answer": "$1,842.6 million",
+         "distractors": ["$1,642.8 million", "$2,011.0 million", "$904.3 million"], "reference": "$1,842.6 million",
+         "as_of": "2025-09-27", "stale": [{"as_of": "2024-09-28", "value": "$1,642.8 million"}], "split": "test"},
+        {"id": "u2", "question": "How many membrane plants does Acme run?", "answer": "five",
+         "distractors": ["four", "two", "nine"], "reference": "five", "as_of": "2025-09-27",
+         "stale": [{"as_of": "2024-09-28", "value": "four"}], "split": "test"},
+        {"id": "t1", "question": "Where are Acme's plants?", "answer": "Denmark", "distractors": ["Chile", "Japan", "Peru"],
+         "reference": "Denmark", "split": "test"},
+    ]
+    run.probes.write_text("\n".join(json.dumps(p) for p in probes) + "\n")
+    recipe = Recipe(eval=EvalArgs(base_model=tiny_model, general_paragraphs=2, general_questions=1, novel_passages=2,
+                                  general_eval_items=2, general_eval_sets=["arc_easy"], short_answer_tokens=4, rag_k=1))
+    metrics = evaluate(run, recipe, progress=False, embedder=embedder)
+    up = metrics["models"][0]["updates"]
+    assert set(up) == {"closed_book", "rag", "rag_newest"} and up["closed_book"]["n"] == 2
+    for u in up.values():
+        assert sum(u[o] for o in ("newest", "stale", "neither")) == pytest.approx(1.0)
+        assert all(0 <= u[f"{o}_ci"][0] <= u[o] <= u[f"{o}_ci"][1] <= 1 for o in ("newest", "stale", "neither"))
+    read = {p.id: p for p in read_probes(run.probes)}
+    assert outcome(read["u1"], "$1,642.8 million") == "stale" and outcome(read["u1"], "$904.3 million") == "neither"
+    md = (run.eval_dir / "report.md").read_text()
+    assert "Changed facts (2 test questions whose answer changed)" in md and "RAG over the newest documents" in md
+    assert "## Bake or retrieve?" in md and "Nothing was baked yet" in md
+
+
+def test_stale_values_must_be_among_the_options(tmp_path):
+    p = tmp_path / "probes.jsonl"
+    p.write_text(json.dumps({"id": "x", "question": "q", "answer": "a", "distractors": ["b", "c", "d"], "reference": "a",
+                             "stale": [{"as_of": "2024-01-01", "value": "z"}]}) + "\n")
+    with pytest.raises(ValueError, match="probe x.*among the distractors"):
+        read_probes(p)
+
+
+def _advice_metrics(base_closed: int, lora_closed: int, base_rag: int, lora_rag: int, n: int = 40) -> dict:
+    """Metrics as eval writes them, from counts of right answers over n test probes."""
+    from kbake.eval.intervals import paired_bootstrap
+
+    def right(k):
+        return [i < k for i in range(n)]
+
+    cols = {"base": {"closed": right(base_closed), "rag": right(base_rag)},
+            "lora": {"closed": right(lora_closed), "rag": right(lora_rag)}}
+    per_probe = [{"id": f"p{i}", "split": "test", "models": {m: {k: v[i] for k, v in c.items()} for m, c in cols.items()}}
+                 for i in range(n)]
+    flat = [1.0] * 20 + [0.0] * 20
+    return {"provenance": {"seed": 0}, "probes": {"learning_kind": None}, "per_probe": per_probe, "source_tokens": 5000,
+            "models": [{"name": "base", "closed_book": {"acc": base_closed / n}, "rag": {"acc": base_rag / n}},
+                       {"name": "lora", "closed_book": {"acc": lora_closed / n}, "rag": {"acc": lora_rag / n},
+                        "train_seconds": 600.0,
+                        "vs_base": {"closed_book": paired_bootstrap(right(base_closed), right(lora_closed)),
+                                    "general_eval": paired_bootstrap(flat, flat)}}]}
+
+
+@pytest.mark.parametrize("counts,verdict", [
+    ((10, 11, 15, 16), "**Retrieve.** Baking taught nothing beyond noise"),  # +1 probe: inside its interval
+    ((10, 30, 15, 30), "**Bake.**"),
+    ((10, 30, 15, 38), "**Both.**"),
+    ((5, 15, 35, 34), "**Retrieve.** Baking learned, but RAG on the base model answers more"),
+    ((10, 30, 29, 30), "**Either; retrieve if the documents change.**"),
+])
+def test_advice_follows_the_measured_intervals(counts, verdict):
+    from kbake.eval.report import advice
+
+    lines = advice(_advice_metrics(*counts))
+    assert lines[0].startswith(verdict), lines[0]
+    assert "s per 1k source tokens" in lines[1] and "120.0 s per 1k" in lines[1]

@@ -34,7 +34,9 @@ from kbake.eval.score import choice_and_margin, exact_match, score_choices_many,
 from kbake.models.generate import chat_prompt, generate_batch
 import pyarrow as pa
 
-from kbake.run import RunDir, atomic_write_json, atomic_write_parquet, make_private_dir, provenance, read_probes, save_stage
+from kbake.eval.updates import newest_documents, outcome, update_stats
+from kbake.run import (RunDir, atomic_write_json, atomic_write_parquet, make_private_dir, provenance, read_chunks,
+                       read_probes, save_stage)
 from kbake.sample import general_paragraphs, general_questions
 
 SHORT_ANSWER_SUFFIX = "\nAnswer in a few words."
@@ -50,6 +52,8 @@ class EvalData:
     novel_seqs: list[list[int]]
     questions: list[dict]
     general_items: list[dict]
+    rag_newest_passages: list[list[str]] | None = None
+    """RAG restricted to each entity's newest document, when the run holds several dates."""
 
 
 def trained_models(run: RunDir, names: list[str]) -> list[Path]:
@@ -139,6 +143,8 @@ def evaluate_model(name: str, model, tok, data: EvalData, args, base=None, progr
     closed = _mc(model, tok, [chat_prompt(tok, p.question) for p in probes], probes, f"{name}: closed book", progress)
     res = {"name": name, "closed_book": split_stats(closed, probes, "test")}
     items = {"closed": closed}
+    if any(p.stale for p in probes):
+        res["updates"] = {"closed_book": update_stats(closed, probes)}
     if data.general_items:
         from tqdm import tqdm
 
@@ -162,9 +168,19 @@ def evaluate_model(name: str, model, tok, data: EvalData, args, base=None, progr
         rag[i] = r
     items["rag"] = rag
     res["rag"] = split_stats(rag_test, test_probes, "test")
+    if "updates" in res:
+        res["updates"]["rag"] = update_stats(rag_test, test_probes)
+        if data.rag_newest_passages is not None:
+            upd = [i for i in test if probes[i].stale]
+            newest = _mc(model, tok, [chat_prompt(tok, rag_prompt(probes[i].question, data.rag_newest_passages[i]))
+                                      for i in upd], [probes[i] for i in upd], f"{name}: RAG (newest)", progress)
+            res["updates"]["rag_newest"] = update_stats(newest, [probes[i] for i in upd])
     res["dev"] = {"closed_book": split_stats(closed, probes, "dev")} if len(test) < len(probes) else None
     res["per_probe"] = {p.id: {"closed": c["correct"], "closed_choice": c["choice"], "margin": c["margin"],
                                "rag": r["correct"] if r else None} for p, c, r in zip(probes, closed, rag)}
+    for p, c in zip(probes, closed):
+        if p.stale:
+            res["per_probe"][p.id]["outcome"] = outcome(p, c["choice"])
     if args.short_answers:
         answers = _generate(model, tok, [p.question for p in test_probes], args)
         f1 = [token_f1(a, p.reference) for a, p in zip(answers, test_probes)]
@@ -207,6 +223,13 @@ def changes(model_items: dict, base_items: dict, probes, seed: int) -> dict:
 
     test = lambda p: p.split == "test"  # noqa: E731
     out = {"closed_book": on("closed", "correct", test), "margin": on("closed", "margin", test)}
+    if any(p.stale for p in probes):
+        # On changed facts: the newest value's share, and the stale values' share.
+        out["update_newest"] = on("closed", "correct", lambda p: test(p) and bool(p.stale))
+        if "closed" in model_items:
+            upd = [i for i, p in enumerate(probes) if test(p) and p.stale]
+            stale = lambda rows: [float(outcome(probes[i], rows[i]["choice"]) == "stale") for i in upd]  # noqa: E731
+            out["update_stale"] = paired_bootstrap(stale(base_items["closed"]), stale(model_items["closed"]), seed=seed)
     for k in _kinds(probes):
         out[f"closed_book_{k}"] = on("closed", "correct", lambda p, k=k: test(p) and p.kind == k)
     if "rag" in model_items:
@@ -255,6 +278,10 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
 
     index, rebuilt = load_index(run, args.embedder, embedder)
     hits = index.search([p.question for p in probes], args.rag_k, args.retriever)
+    newest_hits = None
+    chunks = read_chunks(run.chunks)
+    if any(p.stale for p in probes) and len({c["as_of"] for c in chunks if c["as_of"]}) > 1:
+        newest_hits = index.search([p.question for p in probes], args.rag_k, args.retriever, newest_documents(chunks))
     recall = [any(is_hit(p, index.chunk_ids[i], index.texts[i]) for i in row) for p, row in zip(probes, hits)]
     data = EvalData(
         probes=probes,
@@ -263,6 +290,7 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
         novel_seqs=encode_general(tok, novel_passages(args.novel_passages), args.general_max_tokens),
         questions=general_questions()[: args.general_questions],
         general_items=[it for s in args.general_eval_sets for it in load_set(s, args.general_eval_items)],
+        rag_newest_passages=[[index.texts[i] for i in row] for row in newest_hits] if newest_hits else None,
     )
 
     models = [evaluate_model("base", base, tok, data, args, None, progress)]
@@ -296,6 +324,7 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
         "general": {"paragraphs": len(data.replay_seqs), "novel_passages": len(data.novel_seqs),
                     "questions": len(data.questions), "general_eval_sets": list(args.general_eval_sets),
                     "general_eval_items": len(data.general_items)},
+        "source_tokens": sum(c["n_tokens"] for c in chunks),
         "models": models,
         "per_probe": [{"id": p.id, "split": p.split, "kind": p.kind, "question": p.question, "answer": p.answer,
                        "reference": p.reference, "retrieved_source": hit,
@@ -344,7 +373,7 @@ def _trajectory(folder: Path, final: dict, data: EvalData, args, precision: str,
         gc.collect()
         ch = changes(res["_items"], base_test, test_probes, seed)
         points.append({"step": step, "learning": ch.get(lkey), "general_eval": ch.get("general_eval"),
-                       "eval_seconds": res["eval_seconds"]})
+                       "updates": (res.get("updates") or {}).get("closed_book"), "eval_seconds": res["eval_seconds"]})
     points.append({"step": final.get("steps"), "learning": final["vs_base"].get(lkey),
                    "general_eval": final["vs_base"].get("general_eval")})
     return points

@@ -66,3 +66,15 @@ def items_to_see(discordant_rate: float, drop: float, level: float = LEVEL) -> i
         return None
     z = NormalDist().inv_cdf((1 + level) / 2)
     return math.ceil(discordant_rate * (z / drop) ** 2)
+
+
+def wilson(successes: int, n: int, level: float = LEVEL) -> tuple[float, float] | None:
+    """Wilson score interval of a proportion (Wilson 1927): unlike the normal approximation it
+    stays inside [0, 1] and is sound for the small counts of a probe set. None when n is 0."""
+    if n == 0:
+        return None
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)

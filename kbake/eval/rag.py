@@ -49,16 +49,20 @@ class ChunkIndex:
         docs, _ = bm25.retrieve(_bm25_tokens(queries), k=len(self.texts), show_progress=False, sorted=True)
         return np.asarray(docs)
 
-    def search(self, queries: list[str], k: int, retriever: str = "dense") -> list[list[int]]:
-        """The top-k chunk indices of each query."""
-        k = min(k, len(self.texts))
+    def search(self, queries: list[str], k: int, retriever: str = "dense",
+               allowed: set[str] | None = None) -> list[list[int]]:
+        """The top-k chunk indices of each query; with `allowed`, only among those chunk ids
+        (RAG restricted to the newest documents)."""
+        keep = (lambda i: True) if allowed is None else (lambda i: self.chunk_ids[int(i)] in allowed)  # noqa: E731
         if retriever == "dense":
-            return [list(r[:k]) for r in self.dense_ranking(queries)]
-        if retriever == "lexical":
-            return [list(r[:k]) for r in self.lexical_ranking(queries)]
-        if retriever != "hybrid":
+            rankings = [list(r) for r in self.dense_ranking(queries)]
+        elif retriever == "lexical":
+            rankings = [list(r) for r in self.lexical_ranking(queries)]
+        elif retriever == "hybrid":
+            rankings = [fuse([list(d), list(l)]) for d, l in zip(self.dense_ranking(queries), self.lexical_ranking(queries))]
+        else:
             raise ValueError(f"retriever must be one of {', '.join(RETRIEVERS)}, got {retriever!r}")
-        return [fuse([list(d), list(l)])[:k] for d, l in zip(self.dense_ranking(queries), self.lexical_ranking(queries))]
+        return [[int(i) for i in r if keep(i)][:k] for r in rankings]
 
 
 def fuse(rankings: list[list[int]], k: int = RRF_K) -> list[int]:

@@ -14,7 +14,7 @@ import re
 from itertools import combinations
 from pathlib import Path
 
-from kbake.eval.intervals import items_to_see
+from kbake.eval.intervals import items_to_see, paired_bootstrap
 from kbake.run import atomic_write_bytes, atomic_write_text
 
 COLUMNS = ["model", "method", "closed-book acc", "paraphrase acc", "verbatim acc", "margin", "dev acc", "RAG acc",
@@ -144,6 +144,96 @@ def verdicts(metrics: dict) -> list[str]:
         out.append(s)
     if len(models) == 1:
         out.append("Only the base model was evaluated: train a model (`kbake train`) to see learning and forgetting.")
+    return out
+
+
+def _share(u: dict | None, o: str) -> str:
+    if not u:
+        return "—"
+    lo, hi = u[f"{o}_ci"]
+    return f"{100 * u[o]:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]"
+
+
+def update_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
+    """Changed facts: per model and answer path, the share answering with the newest value,
+    a stale one, or neither (Wilson 95% intervals); empty when the probes have no update probes."""
+    header = ["model", "answers from", "newest value", "stale value", "neither"]
+    rows = []
+    paths = [("closed_book", "its weights (closed book)"), ("rag", "RAG over all documents"),
+             ("rag_newest", "RAG over the newest documents")]
+    for m in metrics["models"]:
+        for key, label in paths:
+            u = (m.get("updates") or {}).get(key)
+            if u:
+                rows.append([m["name"], label] + [_share(u, o) for o in ("newest", "stale", "neither")])
+        for pt in m.get("trajectory") or []:
+            if pt.get("updates") and pt.get("step") is not None and pt is not m["trajectory"][-1]:
+                rows.append([f"{m['name']}@{pt['step']}", "its weights (closed book)"]
+                            + [_share(pt["updates"], o) for o in ("newest", "stale", "neither")])
+    return header, rows
+
+
+def _paired(metrics: dict, new: tuple[str, str], old: tuple[str, str]) -> dict | None:
+    """Paired bootstrap over the test probes of one model/answer path against another."""
+    pairs = [(p["models"][old[0]].get(old[1]), p["models"][new[0]].get(new[1])) for p in metrics.get("per_probe", [])
+             if p["split"] == "test" and old[0] in p["models"] and new[0] in p["models"]]
+    pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+    return paired_bootstrap([float(a) for a, _ in pairs], [float(b) for _, b in pairs],
+                            seed=metrics["provenance"].get("seed", 0)) if pairs else None
+
+
+def advice(metrics: dict) -> list[str]:
+    """Bake, retrieve, or both, for this corpus, from this run's measurements; the rules are in
+    docs/eval.md ("Bake or retrieve?"). Every rule is a test on a measured interval, so a
+    figure within noise never tips the recommendation."""
+    models = metrics["models"]
+    base = models[0]
+    key, vkey = learning_key(metrics)
+    trained = [m for m in models[1:] if (m.get("vs_base") or {}).get(vkey)]
+    rag = base["rag"]["acc"]
+    if not trained:
+        return [f"**Retrieve.** Nothing was baked yet; RAG on the base model answers {_pct(rag)} of the test probes."]
+    best = max(trained, key=lambda m: m["vs_base"][vkey]["diff"])
+    learn = best["vs_base"][vkey]
+    forget = best["vs_base"].get("general_eval")
+    closed, both = best["closed_book"]["acc"], best["rag"]["acc"]
+    why = (f"learning {fmt_change(learn)} points on {best['name']}, closed book {_pct(closed)} vs RAG {_pct(rag)}, "
+           f"trained+RAG {_pct(both)}, general-eval change {fmt_change(forget)}")
+    vs_rag = _paired(metrics, (best["name"], "closed"), ("base", "rag"))
+    both_vs_rag = _paired(metrics, (best["name"], "rag"), ("base", "rag"))
+    why += (f"; closed book minus RAG {fmt_change(vs_rag)}, trained+RAG minus RAG {fmt_change(both_vs_rag)}"
+            if vs_rag else "")
+    if not beyond_noise(learn) or learn["diff"] <= 0:
+        verdict = "**Retrieve.** Baking taught nothing beyond noise (its interval includes zero)"
+    elif forget and forget["hi"] < 0:
+        verdict = ("**Retrieve, or bake with care.** Baking learned, but general-eval accuracy fell beyond its "
+                   "interval: the model forgot")
+    elif both_vs_rag and both_vs_rag["lo"] > 0 and (not vs_rag or vs_rag["lo"] <= 0 or both > closed):
+        verdict = "**Both.** Baking learned, and retrieval on top of the trained model beats RAG alone beyond noise"
+    elif vs_rag and vs_rag["lo"] > 0:
+        verdict = "**Bake.** The trained model answers closed book better than RAG does, beyond noise"
+    elif vs_rag and vs_rag["hi"] >= 0:
+        verdict = ("**Either; retrieve if the documents change.** Baking learned, and answers closed book as well as "
+                   "RAG within noise")
+    else:
+        verdict = "**Retrieve.** Baking learned, but RAG on the base model answers more, beyond noise"
+    out = [f"{verdict} ({why})."]
+    secs, tokens = best.get("train_seconds"), metrics.get("source_tokens")
+    if secs and tokens:
+        out.append(f"Cost: {best['name']} trained in {secs / 60:.1f} min, {secs / (tokens / 1000):.1f} s per 1k source tokens "
+                   f"({tokens:,} tokens).")
+    u = (best.get("updates") or {}).get("closed_book")
+    un = (base.get("updates") or {}).get("rag_newest")
+    if u and un:
+        ahead = un["newest_ci"][0] > u["newest_ci"][1]
+        out.append(f"Facts that changed: {best['name']} answers the newest value for {_pct(u['newest'])} and a stale one for "
+                   f"{_pct(u['stale'])}; RAG over the newest documents gives the newest for {_pct(un['newest'])}. "
+                   + ("For facts that change, retrieve from the newest documents (its interval lies above)."
+                      if ahead else "Neither is ahead beyond noise on changed facts."))
+    rebake = metrics.get("rebake")
+    if rebake:
+        out.append(f"A yearly update re-baked in {rebake['seconds'] / 60:.1f} min against {rebake['full_seconds'] / 60:.1f} "
+                   f"min for a full retrain.")
     return out
 
 
@@ -280,6 +370,11 @@ def _sections(metrics: dict) -> list[tuple[str, str, object]]:
     if ge_rows:
         out.append(("General-eval accuracy per set", "table", (ge_header, ge_rows)))
     out.append(("What the numbers say", "list", verdicts(metrics)))
+    up_header, up_rows = update_rows(metrics)
+    if up_rows:
+        n = next((u["n"] for m in metrics["models"] for u in (m.get("updates") or {}).values() if u), 0)
+        out.append((f"Changed facts ({n} test questions whose answer changed)", "table", (up_header, up_rows)))
+    out.append(("Bake or retrieve?", "list", advice(metrics)))
     eq = equal_learning(metrics)
     out.append(("Methods at equal learning", "list", eq or
                 ["Needs two trained models with learning lines (set train.snapshot_every to keep checkpoints)."]))
