@@ -464,3 +464,33 @@ def test_real_filings_are_dated_and_linked(costco_chunks):
         docs = costco_chunks[costco_chunks.source.str.contains(f"fy{year}")]
         assert set(docs.as_of) == {day}
         assert set(docs.entity) == {"Costco Wholesale Corporation"}
+
+
+COSTCO_UPDATES = Path(__file__).parent / "data" / "costco-fy2022-updates.jsonl"
+
+
+def test_costco_update_probes_are_valid():
+    """32 facts that changed from the fiscal 2021 to the fiscal 2022 filing, each with its
+    stale values among the options (read_probes refuses them otherwise)."""
+    from kbake.run import read_probes
+
+    probes = read_probes(COSTCO_UPDATES)
+    assert len(probes) == 32 and all(p.as_of == "2022-08-28" and p.stale for p in probes)
+    assert all(p.stale[0]["as_of"] == "2021-08-29" and p.stale[0]["value"] != p.answer for p in probes)
+    assert len({p.question for p in probes}) == 32
+
+
+@needs_costco
+def test_costco_update_probes_hold_in_the_filings(costco_chunks):
+    """Each newest value is in the fiscal 2022 filing (its evidence quote); each fiscal 2021
+    value is printed in the fiscal 2021 filing."""
+    from kbake.run import read_probes
+
+    def texts(year):
+        return " ".join(" ".join(t.split()) for t in costco_chunks[costco_chunks.source.str.contains(f"fy{year}")].text).lower()
+
+    t22, t21 = texts(2022), texts(2021)
+    for p in read_probes(COSTCO_UPDATES):
+        assert " ".join(p.evidence.lower().split()) in t22, p.id
+        old = p.stale[0]["value"].lower().replace("$", "").replace(" million", "").replace(" thousand", "")
+        assert old in t21, (p.id, old)
