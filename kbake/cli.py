@@ -244,7 +244,7 @@ def probes(
 def train(
     run: Path = typer.Option(..., "--run", "-r", help=RUN_HELP),
     method: Optional[str] = typer.Option(None, help="full | lora | memory | grpo."),
-    init: Optional[str] = typer.Option(None, help="grpo: start from RUN/train/NAME (a full or lora model)."),
+    init: Optional[str] = typer.Option(None, "--from", "--init", help="Start from RUN/train/NAME (a full or lora model). full/lora: an incremental re-bake on the documents ingested since NAME was trained, with train.from_replay of the earlier corpus; grpo: RL on top of NAME."),
     name: Optional[str] = typer.Option(None, help="Folder under RUN/train/ (default: the method)."),
     data: Optional[str] = typer.Option(None, help="Comma-separated corpora: qa,rephrase,entigraph,raw."),
     base_model: Optional[str] = typer.Option(None, help="'default', a HF id or a folder."),

@@ -143,7 +143,12 @@ class TrainArgs(StageArgs):
     """full: all weights; lora: peft LoRA adapters; memory: product-key memory + sparse memory finetuning;
     grpo: reinforcement learning with verifiable rewards (TRL GRPOTrainer) on a LoRA adapter."""
     init: str | None = None
-    """Start from a model trained earlier (RUN/train/<name>, full or lora) instead of base_model (used by grpo)."""
+    """Start from a model trained earlier (RUN/train/<name>, full or lora) instead of base_model: `kbake train
+    --from NAME`. full/lora then train on the documents ingested since NAME was trained (an incremental
+    re-bake), with `from_replay` of the earlier corpus; grpo on all prompts."""
+    from_replay: float = Field(0.3, ge=0.0, lt=1.0)
+    """With `init`: share of the new-knowledge tokens drawn from the earlier documents' corpus, so a
+    re-bake does not overwrite what the model knew (the rest comes from the newly ingested documents)."""
     base_model: str = "default"
     """Model to train: 'default' (embedded SmolLM2-135M-Instruct), a HF id or a folder."""
     data: list[str] = ["qa", "entigraph"]

@@ -213,3 +213,45 @@ def test_export_merge_equals_adapter(run, tiny_model, tmp_path):
     with torch.no_grad():
         assert torch.allclose(adapter(input_ids=x).logits, merged(input_ids=x).logits, atol=1e-4)
     assert not (merged_dir / "adapter_config.json").exists()
+
+
+@pytest.mark.parametrize("method", ["lora", "full"])
+def test_rebake_from_a_trained_model_trains_on_the_newer_documents(tmp_path, tiny_model, method):
+    """Ingest year 1, train; ingest year 2 into the same run, `train --from` the first model:
+    it starts from that model, trains on year 2 plus `from_replay` of year 1, and loads back
+    with the earlier model's knowledge underneath (LoRA: the adapter chain)."""
+    from kbake.config import IngestArgs
+    from kbake.ingest import ingest
+    from kbake.train.data import ingest_rounds, rebake_examples
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "acme-2024.txt").write_text("Annual report for the fiscal year ended September 28, 2024.\n\n"
+                                        + "Acme ran four membrane plants and sold pumps in Denmark. " * 20)
+    rd = RunDir.at(tmp_path / "run")
+    ingest([str(docs / "acme-2024.txt")], rd, IngestArgs(tokenizer=tiny_model), progress=False)
+    first = train(rd, tiny_recipe(tiny_model, method, data=["raw"], epochs=1), name="y1", progress=False)
+    assert first["ingest_round"] == 1 and first["init"] is None
+    (docs / "acme-2025.txt").write_text("Annual report for the fiscal year ended September 27, 2025.\n\n"
+                                        + "Acme ran five membrane plants and opened a plant in Chile. " * 20)
+    ingest([str(docs / "acme-2025.txt")], rd, IngestArgs(tokenizer=tiny_model), progress=False)
+    assert sorted(ingest_rounds(rd).values()) == [1, 2]
+    recipe = tiny_recipe(tiny_model, method, data=["raw"], epochs=1, init="y1", from_replay=0.25)
+    tok = load_tokenizer(tiny_model)
+    examples, n_new, n_old = rebake_examples(rd, recipe.train, tok, 0, since_round=1)
+    assert (n_new, n_old) == (1, 1)
+    new = [e for e in examples if "Chile" in tok.decode(e.ids)]
+    old = [e for e in examples if "Denmark" in tok.decode(e.ids)]
+    assert new and old and len(new) + len(old) == len(examples)
+    new_tokens, old_tokens = sum(len(e.ids) for e in new), sum(len(e.ids) for e in old)
+    # a quarter of the mix (new/3 tokens), to within one example; not all of year 1
+    assert new_tokens / 3 <= old_tokens < new_tokens / 3 + max(len(e.ids) for e in old)
+    second = train(rd, recipe, name="y2", progress=False)
+    assert second["init"] == "y1" and second["rebake"] == {"since_round": 1, "new_documents": 1, "earlier_documents": 1}
+    m1, _ = load_trained(rd.train_dir / "y1" / "model", merge=True)
+    m2, _ = load_trained(rd.train_dir / "y2" / "model", merge=True)
+    ids = torch.tensor([tok("Acme ran five membrane plants")["input_ids"]])
+    with torch.no_grad():
+        assert not torch.allclose(m1(ids).logits, m2(ids).logits)
+    with pytest.raises(ValueError, match="no document was ingested after"):
+        rebake_examples(rd, recipe.train, tok, 0, since_round=2)

@@ -303,7 +303,8 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
         gc.collect()
         state = json.loads((folder / "trainer_state.json").read_text()) if (folder / "trainer_state.json").exists() else {}
         res.update(method=state.get("method", "?"), trainable_params=state.get("trainable_params"),
-                   train_seconds=state.get("train_seconds"), data=_train_data(folder), steps=state.get("global_step"))
+                   train_seconds=state.get("train_seconds"), data=_train_data(folder), steps=state.get("global_step"),
+                   init=state.get("init"), ingest_round=state.get("ingest_round"))
         res["vs_base"] = changes(res["_items"], base_items, probes, recipe.seed)
         res["trajectory"] = _trajectory(folder, res, data, args, precision, base_items, recipe.seed, progress)
         models.append(res)
@@ -314,6 +315,7 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
 
     names = [m["name"] for m in models]
     metrics = {
+        "rebake": rebake_vs_retrain(models),
         "provenance": {**provenance(recipe.model_dump(mode="json")["eval"], seed=recipe.seed, model=args.base_model),
                        "precision": precision},
         "probes": {"n": len(probes), "n_test": sum(p.split == "test" for p in probes),
@@ -342,6 +344,19 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
     write_report(run.eval_dir, metrics)
     save_stage(run, "eval", {**metrics["provenance"], "models": names})
     return metrics
+
+
+def rebake_vs_retrain(models: list[dict]) -> dict | None:
+    """A re-bake (`train --from`) and a from-scratch model of the same method on the same
+    documents (the same ingest round): their training times, for the advice section."""
+    for m in models:
+        if m.get("init"):
+            full = next((o for o in models if o is not m and not o.get("init") and o.get("method") == m.get("method")
+                         and o.get("ingest_round") == m.get("ingest_round") and o.get("train_seconds")), None)
+            if full and m.get("train_seconds"):
+                return {"name": m["name"], "seconds": m["train_seconds"], "full_name": full["name"],
+                        "full_seconds": full["train_seconds"]}
+    return None
 
 
 def item_rows(metrics: dict) -> list[dict]:

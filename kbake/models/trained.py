@@ -50,6 +50,23 @@ def load_trained(folder: str | Path, *, dtype=None, device: str | None = None, m
     return model, tok
 
 
+def start_from(train_dir: Path, init: str | None, base_model: str):
+    """(model, tokenizer) a training starts from: `base_model`, or a model trained earlier
+    (`init`: RUN/train/<init> or a folder, full or LoRA, its adapter merged in)."""
+    from kbake.models.loading import load_causal_lm
+
+    if not init:
+        return load_causal_lm(base_model)
+    folder = Path(init) if Path(init).exists() else Path(train_dir) / init
+    if not folder.exists():
+        raise FileNotFoundError(f"{folder}: no trained model named {init!r} to start from")
+    model, tok = load_trained(folder, merge=True)
+    if hasattr(model, "kbake_memory"):
+        raise ValueError(f"{folder}: training can start from a full or lora model, not a memory model")
+    model.train()
+    return model, tok
+
+
 def _init_folder(folder: Path, init: str) -> Path:
     p = Path(init)
     return p if p.exists() else folder.parent.parent / init  # RUN/train/<init> beside RUN/train/<name>

@@ -17,7 +17,7 @@ import torch
 from kbake.config import Recipe, TrainArgs, save_resolved
 from kbake.run import RunDir, atomic_write_json, make_private_dir, provenance, save_stage
 from kbake.train import full, lora, memory
-from kbake.train.data import build_blocks, load_examples, pack_blocks, text_example
+from kbake.train.data import build_blocks, ingest_rounds, load_examples, pack_blocks, rebake_examples, text_example
 from kbake.train.loop import run_loop
 
 METHODS = {"full": full, "lora": lora, "memory": memory}
@@ -61,7 +61,7 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
           progress: bool = True) -> dict:
     """Train `recipe.train.method` on the run's corpora into `RUN/train/<name>/`."""
     from kbake.models import load_causal_lm
-    from kbake.models.trained import write_meta
+    from kbake.models.trained import start_from, write_meta
     from kbake.sample import general_paragraphs
     from kbake.models.precision import resolve_precision
     from kbake.train.loop import make_accelerator
@@ -77,8 +77,17 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
 
     if args.method == "grpo":
         return _train_grpo(run, recipe, name, out, resume=resume, progress=progress)
-    model, tok = load_causal_lm(args.base_model)
-    examples = load_examples(run, args, tok, seed)  # raises on a missing or empty corpus
+    since = None
+    if args.init:
+        if args.method == "memory":
+            raise TrainError("--from works with full and lora; a memory model cannot be continued yet")
+        init_state = run.train_dir / args.init / "trainer_state.json"
+        since = json.loads(init_state.read_text()).get("ingest_round", 1) if init_state.exists() else 1
+        model, tok = start_from(run.train_dir, args.init, args.base_model)
+        examples, n_new_docs, n_old_docs = rebake_examples(run, args, tok, seed, since)
+    else:
+        model, tok = load_causal_lm(args.base_model)
+        examples = load_examples(run, args, tok, seed)  # raises on a missing or empty corpus
     blocks = build_blocks(run, args, tok, seed, examples)
     if acc.is_main_process:
         make_private_dir(out)
@@ -110,7 +119,7 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
                 full.save(plain, folder, tok, state_dict=full_state)
             else:
                 lora.save(plain, folder, tok)
-            write_meta(folder, args.method, args.base_model)
+            write_meta(folder, args.method, args.base_model, init=args.init if args.method == "lora" else None)
 
     t0 = time.perf_counter()
     result = run_loop(model, blocks.train_ids, blocks.train_labels, blocks.eval_ids, blocks.eval_labels, args, out,
@@ -128,7 +137,10 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
             "train_blocks": len(blocks.train_ids), "eval_blocks": len(blocks.eval_ids),
             "new_tokens": blocks.new_tokens, "replay_tokens": blocks.replay_tokens,
             "world_size": acc.num_processes, "precision": resolve_precision(args.precision),
+            "ingest_round": max(ingest_rounds(run).values(), default=1), "init": args.init,
         }
+        if args.init:
+            state["rebake"] = {"since_round": since, "new_documents": n_new_docs, "earlier_documents": n_old_docs}
         if args.method == "memory":
             state["trainable_slots"] = plain.kbake_trainable_slots
         atomic_write_json(out / "trainer_state.json", state)

@@ -53,27 +53,62 @@ def _weighted(items: list, weight: float, rng: random.Random) -> list:
     return out
 
 
-def load_examples(run: RunDir, args: TrainArgs, tok, seed: int) -> list[Example]:
+def load_examples(run: RunDir, args: TrainArgs, tok, seed: int, docs: set[str] | None = None) -> list[Example]:
     """The new-knowledge examples named by `args.data`, weighted; raises with a clear message
-    when a corpus is missing or empty."""
+    when a corpus is missing or empty. `docs`: only the items of these documents."""
     rng = random.Random(seed)
     out: list[Example] = []
+    keep = (lambda d: True) if docs is None else (lambda d: d in docs)  # noqa: E731
     for name in args.data:
         w = args.data_weights.get(name, 1.0)
         if name == "raw":
             chunks = read_chunks(run.chunks)
-            got = [text_example(tok, c["text"], "raw") for c in chunks]
+            got = [text_example(tok, c["text"], "raw") for c in chunks if keep(c["doc_id"])]
         else:
             path = run.synth_dir / f"{name}.jsonl"
             if not path.exists():
                 raise FileNotFoundError(f"{path}: no {name} corpus; run `kbake synth --run {run.root} --kind {name}` first")
-            items = read_items(path)
+            items = [it for it in read_items(path) if keep(it.doc_id)]
             got = [qa_example(tok, it.question, it.answer) if it.question is not None
                    else text_example(tok, it.text, name) for it in items]
         if not got:
-            raise ValueError(f"corpus {name!r} in {run.root} is empty: nothing to train on")
+            where = "" if docs is None else " for the documents ingested since the model it starts from"
+            raise ValueError(f"corpus {name!r} in {run.root} is empty{where}: nothing to train on")
         out += _weighted(got, w, rng)
     return out
+
+
+def ingest_rounds(run: RunDir) -> dict[str, int]:
+    """Each document's ingest round (kbake/ingest: 1 for the first ingest that added it, ...)."""
+    from kbake.run import load_manifest
+
+    docs = load_manifest(run).get("stages", {}).get("ingest", {}).get("docs", {})
+    return {d: info.get("round", 1) for d, info in docs.items()}
+
+
+def rebake_examples(run: RunDir, args: TrainArgs, tok, seed: int, since_round: int) -> tuple[list[Example], int, int]:
+    """An incremental re-bake's examples: every item of the documents ingested after
+    `since_round`, plus `args.from_replay` (as a share of the whole) drawn from the earlier
+    documents' items. Returns (examples, new documents, earlier documents)."""
+    rounds = ingest_rounds(run)
+    new_docs = {d for d, r in rounds.items() if r > since_round}
+    old_docs = set(rounds) - new_docs
+    if not new_docs:
+        raise ValueError(f"{run.root}: no document was ingested after the model this training starts from; "
+                         "ingest the newer documents first")
+    new = load_examples(run, args, tok, seed, new_docs)
+    old: list[Example] = []
+    if args.from_replay > 0 and old_docs:
+        pool = load_examples(run, args, tok, seed, old_docs)
+        random.Random(seed).shuffle(pool)
+        want = int(sum(len(e.ids) for e in new) * args.from_replay / (1 - args.from_replay))
+        total = 0
+        for e in pool:
+            if total >= want:
+                break
+            old.append(e)
+            total += len(e.ids)
+    return new + old, len(new_docs), len(old_docs)
 
 
 def replay_examples(tok, n_new_tokens: int, ratio: float, seed: int) -> list[Example]:

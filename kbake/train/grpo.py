@@ -38,18 +38,9 @@ def prompts_dataset(run: RunDir, args: TrainArgs, seed: int):
 
 def start_model(run: RunDir, args: TrainArgs):
     """The base model, or a model trained earlier with its LoRA merged in (`init`)."""
-    from kbake.models import load_causal_lm
-    from kbake.models.trained import load_trained
+    from kbake.models.trained import start_from
 
-    if not args.init:
-        return load_causal_lm(args.base_model)
-    folder = Path(args.init)
-    if not folder.exists():
-        folder = run.train_dir / args.init
-    model, tok = load_trained(folder, merge=True)
-    if hasattr(model, "kbake_memory"):
-        raise ValueError(f"{folder}: grpo can start from a full or lora model, not a memory model")
-    return model, tok
+    return start_from(run.train_dir, args.init, args.base_model)
 
 
 def train_grpo(run: RunDir, args: TrainArgs, out: Path, *, seed: int, resume: bool, progress: bool):
