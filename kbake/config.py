@@ -91,8 +91,8 @@ class LLMArgs(StageArgs):
 class SynthArgs(LLMArgs):
     """Options of `kbake synth`: the synthetic corpus generators and their filters."""
 
-    kinds: list[Literal["qa", "rephrase", "entigraph"]] = ["qa", "rephrase", "entigraph"]
-    """Generators to run."""
+    kinds: list[Literal["qa", "rephrase", "entigraph", "changes"]] = ["qa", "rephrase", "entigraph"]
+    """Generators to run: qa, rephrase, entigraph (LLM-written) and changes (what changed between dated documents of one entity: a deterministic diff of table rows, docs/synth.md)."""
     qa_types: list[Literal["factual", "numeric", "why", "compare"]] = ["factual", "numeric", "why", "compare"]
     """Question types; one request per chunk and type ('compare' pairs the chunk with another from its document)."""
     qa_per_request: int = Field(3, ge=1, le=20)

@@ -278,3 +278,33 @@ def test_estimate_for_an_endpoint_prices_without_calling(run):
     assert est.calls == n and est.output_tokens == 50 * n
     assert est.seconds == pytest.approx(n * (50 / 50) / 4)
     assert est.cost == pytest.approx((est.input_tokens * 1.0 + 50 * n * 2.0) / 1e6)
+
+
+def test_changes_kind_diffs_the_table_rows_of_consecutive_filings(tmp_path, tiny_model, embedder):
+    """Two dated HTML filings of one company: rows whose current figure changed become a
+    passage and a QA pair naming both values and periods; unchanged rows do not; no LLM call."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for year, sales, fees, plants in ((2024, "1,642.8", "88.0", "4"), (2025, "1,842.6", "88.0", "5")):
+        (docs / f"acme-{year}.html").write_text(
+            f"<p>Annual Report on Form 10-K for the fiscal year ended September 27, {year}</p>"
+            f"<p>Acme Pumps Inc. (Exact name of registrant as specified in its charter)</p>"
+            f"<table><tr><td>(in millions)</td><td>Fiscal {year}</td><td>Fiscal {year - 1}</td></tr>"
+            f"<tr><td>Revenue</td><td>${sales}</td><td>$1,500.0</td></tr>"
+            f"<tr><td>License fees</td><td>{fees}</td><td>80.0</td></tr>"
+            f"<tr><td>Plants</td><td>{plants}</td><td>3</td></tr></table>")
+    rd = RunDir.at(tmp_path / "run")
+    ingest([str(docs)], rd, IngestArgs(tokenizer=tiny_model), progress=False)
+    args = SynthArgs(llm=f"local:{tiny_model}", kinds=["changes"])
+    report = synth(rd, args, progress=False, embedder=embedder)
+    assert report.calls == 0 and report.kinds["changes"].jobs == 0
+    items = read_items(rd.synth_dir / "changes.jsonl")
+    texts = [it.text for it in items if it.text]
+    # (the table's units line says millions, so the plant count reads "5 million": the filing's units, as printed)
+    assert texts == ["Acme Pumps Inc.: Revenue was $1,842.6 million for Fiscal 2025, up from $1,642.8 million for Fiscal 2024.",
+                     "Acme Pumps Inc.: Plants was 5 million for Fiscal 2025, up from 4 million for Fiscal 2024."]
+    assert not any("License fees" in t for t in texts)  # unchanged
+    qa = [it for it in items if it.question]
+    assert qa[0].question == "What is Acme Pumps Inc.'s latest figure for Revenue?"
+    assert "$1,842.6 million for Fiscal 2025" in qa[0].answer and "$1,642.8 million for Fiscal 2024" in qa[0].answer
+    assert all(len(it.chunk_ids) == 2 and it.model == "none (deterministic)" for it in items)

@@ -65,7 +65,7 @@ def entity_of(path: Path, text: str) -> str:
     if m:
         name = " ".join(m.group(1).split())
         name = re.sub(r"^.*?\b(?:number|No\.)\s*[\d-]+\s+", "", name)  # "Commission file number 0-20355 Costco …"
-        return name.strip(" ,.")
+        return name.strip(" ,")
     return re.sub(r"-+", "-", re.sub(r"\d+", "", path.stem.lower())).strip("-_ ") or path.stem
 
 

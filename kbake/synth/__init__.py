@@ -17,7 +17,7 @@ from kbake.config import ProbesArgs, SynthArgs
 from kbake.llm import CachedLLM, make_llm
 from kbake.run import (RunDir, SynthItem, atomic_write_jsonl, load_manifest, provenance, read_chunks, read_items,
                        read_probes, save_stage, write_items)
-from kbake.synth import entigraph, qa, rephrase
+from kbake.synth import changes, entigraph, qa, rephrase
 from kbake.synth import probes as probe_gen
 from kbake.synth.filters import dedup_filter, grounding_filter, leak_filter
 from kbake.synth.job import Job
@@ -113,6 +113,9 @@ def synth(run: RunDir, args: SynthArgs, *, seed: int = 0, progress: bool = True,
             comps = complete_jobs(llm, jobs, "entigraph: relations", progress)
             pairs = entigraph.summary_items(summaries, llm.model_id) + _collect(jobs, comps, entigraph.items, llm.model_id, rep)
             rep.jobs = len(ejobs) + len(jobs)
+        elif kind == "changes":  # deterministic: a diff of aligned table rows, no LLM call
+            pairs = changes.items(by_doc)
+            rep.jobs = 0
         else:
             module = qa if kind == "qa" else rephrase
             jobs = module.jobs(by_doc, args, seed)

@@ -103,6 +103,8 @@ def plan(chunks_by_doc: dict[str, list[dict]], args, seed: int, tokenizer) -> di
             out[kind] = KindPlan(len(jobs) + rel_calls, count_tokens(jobs, tokenizer) + round(rel_calls * (rel_prompt + 2 * mean_chunk)),
                                  jobs[0].request.sampling.max_tokens if jobs else args.entigraph_max_tokens, jobs,
                                  rel_calls, args.entigraph_max_tokens)
+        elif kind == "changes":  # no LLM calls: a deterministic diff
+            out[kind] = KindPlan(0, 0, 0)
         else:
             module = qa if kind == "qa" else rephrase
             jobs = module.jobs(chunks_by_doc, args, seed)
