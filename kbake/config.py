@@ -93,6 +93,8 @@ class SynthArgs(LLMArgs):
 
     kinds: list[Literal["qa", "rephrase", "entigraph", "changes"]] = ["qa", "rephrase", "entigraph"]
     """Generators to run: qa, rephrase, entigraph (LLM-written) and changes (what changed between dated documents of one entity: a deterministic diff of table rows, docs/synth.md)."""
+    dated_prompts: bool = True
+    """Open each excerpt in a prompt with "[<entity>, as of <date>]" when its document is dated (kbake/ingest/dates.py), so generated text dates its facts."""
     qa_types: list[Literal["factual", "numeric", "why", "compare"]] = ["factual", "numeric", "why", "compare"]
     """Question types; one request per chunk and type ('compare' pairs the chunk with another from its document)."""
     qa_per_request: int = Field(3, ge=1, le=20)

@@ -308,3 +308,20 @@ def test_changes_kind_diffs_the_table_rows_of_consecutive_filings(tmp_path, tiny
     assert qa[0].question == "What is Acme Pumps Inc.'s latest figure for Revenue?"
     assert "$1,842.6 million for Fiscal 2025" in qa[0].answer and "$1,642.8 million for Fiscal 2024" in qa[0].answer
     assert all(len(it.chunk_ids) == 2 and it.model == "none (deterministic)" for it in items)
+
+
+def test_prompts_carry_the_documents_date():
+    from kbake.synth import qa, rephrase
+
+    chunk = {"chunk_id": "d:0000", "doc_id": "d", "text": "Revenue rose 12% to $1,842.6 million.", "as_of": "2025-09-27",
+             "entity": "Acme Pumps Inc.", "n_tokens": 12}
+    args = SynthArgs(qa_types=["factual"], rephrase_styles=["summary"])
+    for module in (qa, rephrase):
+        [job] = module.jobs({"d": [chunk]}, args, 0)
+        prompt = job.request.messages[-1][1]
+        assert "[Acme Pumps Inc., as of September 27, 2025]\nRevenue rose 12%" in prompt
+        assert job.context.startswith("[Acme Pumps Inc., as of September 27, 2025]")
+    [job] = qa.jobs({"d": [chunk]}, args.model_copy(update={"dated_prompts": False}), 0)
+    assert "as of" not in job.request.messages[-1][1]
+    [job] = qa.jobs({"d": [dict(chunk, as_of="")]}, args, 0)  # an undated document: the text alone
+    assert "[" not in job.request.messages[-1][1].split('"""')[1]

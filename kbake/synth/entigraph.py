@@ -17,7 +17,7 @@ from kbake.config import SynthArgs
 from kbake.llm import Completion, Sampling
 from kbake.llm.base import ChatRequest
 from kbake.run import SynthItem
-from kbake.synth.job import Job, passage_items
+from kbake.synth.job import Job, passage, passage_items
 from kbake.synth.parse import clean_passage, parse_entities
 from kbake.synth.prompts import load_prompt
 
@@ -79,7 +79,7 @@ def relation_jobs(entities: dict[str, list[str]], chunks_by_doc: dict[str, list[
                 if not scored or scored[0][0] < 2:
                     continue  # they never meet in one passage: nothing to ground an analysis in
                 best = [c for hits, _, c in scored[:2] if hits > 0]
-                context = "\n\n".join(c["text"] for c in best)
+                context = "\n\n".join(passage(c, args) for c in best)
                 system, user = prompt.render(title=title_of.get(doc_id, doc_id), context=context,
                                              entities=", ".join(combo))
                 sampling = Sampling(args.entigraph_max_tokens, args.temperature, args.top_p, seed, args.repetition_penalty)

@@ -27,6 +27,20 @@ class Job:
         return self.request.cache_key("")[:16]
 
 
+def passage(chunk: dict, args) -> str:
+    """A chunk as a prompt shows it. With `synth.dated_prompts` and a dated document, a first
+    line says whose document and as of when ("[Costco Wholesale Corporation, as of August 28,
+    2022]"), so generated text says "in fiscal 2022" rather than a timeless claim, and the
+    grounding filters accept the date."""
+    if not (getattr(args, "dated_prompts", False) and chunk.get("as_of")):
+        return chunk["text"]
+    from datetime import date
+
+    d = date.fromisoformat(chunk["as_of"])
+    who = chunk.get("entity") or "document"
+    return f"[{who}, as of {d:%B} {d.day}, {d.year}]\n{chunk['text']}"
+
+
 def passage_items(job: Job, completion: Completion, model: str) -> list[SynthItem]:
     """The one passage of a rephrase or relation answer (cut back to a full sentence when
     truncated), or nothing when it is too short to teach anything."""

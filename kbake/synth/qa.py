@@ -12,7 +12,7 @@ from kbake.config import SynthArgs
 from kbake.llm import Completion, Sampling
 from kbake.llm.base import ChatRequest
 from kbake.run import SynthItem
-from kbake.synth.job import Job
+from kbake.synth.job import Job, passage
 from kbake.synth.parse import parse_qa
 from kbake.synth.prompts import load_prompt
 
@@ -36,13 +36,13 @@ def jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: int) -> li
                         continue
                     other = rng.choice(others)
                     prompt = load_prompt("qa_compare")
-                    system, user = prompt.render(chunk=c["text"], other=other["text"], n=str(args.qa_per_request))
-                    ids, context = [c["chunk_id"], other["chunk_id"]], c["text"] + "\n\n" + other["text"]
+                    system, user = prompt.render(chunk=passage(c, args), other=passage(other, args), n=str(args.qa_per_request))
+                    ids, context = [c["chunk_id"], other["chunk_id"]], passage(c, args) + "\n\n" + passage(other, args)
                 else:
                     prompt = load_prompt("qa")
-                    system, user = prompt.render(chunk=c["text"], n=str(args.qa_per_request), qtype=qtype,
+                    system, user = prompt.render(chunk=passage(c, args), n=str(args.qa_per_request), qtype=qtype,
                                                  instruction=INSTRUCTIONS[qtype])
-                    ids, context = [c["chunk_id"]], c["text"]
+                    ids, context = [c["chunk_id"]], passage(c, args)
                 out.append(Job(ChatRequest.chat(system, user, sampling), "qa", f"qa/{qtype}", prompt.version,
                                doc_id, ids, context))
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 from kbake.config import SynthArgs
 from kbake.llm import Sampling
 from kbake.llm.base import ChatRequest
-from kbake.synth.job import Job, passage_items
+from kbake.synth.job import Job, passage, passage_items
 from kbake.synth.prompts import load_prompt
 
 STYLES = {
@@ -24,10 +24,10 @@ def jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: int) -> li
     for doc_id, chunks in chunks_by_doc.items():
         for c in chunks:
             for style in args.rephrase_styles:
-                system, user = prompt.render(chunk=c["text"], instruction=STYLES[style])
+                system, user = prompt.render(chunk=passage(c, args), instruction=STYLES[style])
                 sampling = Sampling(args.rephrase_max_tokens, args.temperature, args.top_p, seed, args.repetition_penalty)
                 out.append(Job(ChatRequest.chat(system, user, sampling), "rephrase", f"rephrase/{style}",
-                               prompt.version, doc_id, [c["chunk_id"]], c["text"]))
+                               prompt.version, doc_id, [c["chunk_id"]], passage(c, args)))
     return out
 
 
