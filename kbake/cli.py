@@ -246,7 +246,7 @@ def train(
     method: Optional[str] = typer.Option(None, help="full | lora | memory | grpo."),
     init: Optional[str] = typer.Option(None, "--from", "--init", help="Start from RUN/train/NAME (a full or lora model). full/lora: an incremental re-bake on the documents ingested since NAME was trained, with train.from_replay of the earlier corpus; grpo: RL on top of NAME."),
     name: Optional[str] = typer.Option(None, help="Folder under RUN/train/ (default: the method)."),
-    data: Optional[str] = typer.Option(None, help="Comma-separated corpora: qa,rephrase,entigraph,raw."),
+    data: Optional[str] = typer.Option(None, help="Comma-separated corpora: qa,rephrase,entigraph,changes,raw."),
     base_model: Optional[str] = typer.Option(None, help="'default', a HF id or a folder."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the last checkpoint of RUN/train/NAME."),
     recipe: Optional[Path] = typer.Option(None, "--recipe", help=RECIPE_HELP),

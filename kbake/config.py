@@ -154,7 +154,7 @@ class TrainArgs(StageArgs):
     base_model: str = "default"
     """Model to train: 'default' (embedded SmolLM2-135M-Instruct), a HF id or a folder."""
     data: list[str] = ["qa", "entigraph"]
-    """Corpora to train on: synth kinds (qa, rephrase, entigraph) and/or 'raw' (the chunks themselves)."""
+    """Corpora to train on: synth kinds (qa, rephrase, entigraph, changes) and/or 'raw' (the chunks themselves)."""
     data_weights: dict[str, float] = {}
     """Repeat factor per corpus (2.0 = each item twice, 0.5 = a random half); default 1.0."""
     replay_ratio: float = Field(0.1, ge=0.0, lt=1.0)
@@ -245,7 +245,7 @@ class TrainArgs(StageArgs):
         unknown = [r for r in self.grpo_rewards if r not in REWARDS]
         if unknown:
             raise ValueError(f"unknown grpo reward {unknown[0]!r}; allowed: {', '.join(sorted(REWARDS))}")
-        known = {"qa", "rephrase", "entigraph", "raw"}
+        known = {"qa", "rephrase", "entigraph", "changes", "raw"}
         bad = [d for d in [*self.data, *self.data_weights] if d not in known]
         if bad:
             raise ValueError(f"unknown corpus {bad[0]!r}; allowed: {', '.join(sorted(known))}")
