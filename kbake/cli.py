@@ -116,7 +116,7 @@ LLM_HELP = "'local' (embedded SmolLM2), 'local:NAME' (HF id or folder) or 'opena
 @app.command()
 def synth(
     run: Path = typer.Option(..., "--run", "-r", help=RUN_HELP),
-    kind: Optional[str] = typer.Option(None, help="Comma-separated generators: qa,rephrase,entigraph."),
+    kind: Optional[str] = typer.Option(None, help="Comma-separated generators: qa,rephrase,entigraph,changes."),
     llm: Optional[str] = typer.Option(None, help=LLM_HELP),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (vLLM)."),
     api_key_env: Optional[str] = typer.Option(None, help="Environment variable that holds the API key."),
