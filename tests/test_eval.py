@@ -166,7 +166,8 @@ def test_report_has_every_section(tmp_path, tiny_model, embedder):
     html = (run.eval_dir / "report.html").read_text()
     for section in ["Results", "General-eval accuracy per set", "ARC-Easy", "HellaSwag", "What the numbers say",
                     "Methods at equal learning", "Learning vs forgetting", "Per probe", "trained+RAG acc",
-                    "novel ppl change", "replay-domain ppl change", "dev acc", "95% interval", "data:image/png;base64,"]:
+                    "novel ppl change", "replay-domain ppl change", "dev acc", "95% interval", "data:image/png;base64,",
+                    "Bake or retrieve?", "s per 1k source tokens"]:
         assert section in html, section
     assert html.count("data:image/png;base64,") == 2
     md = (run.eval_dir / "report.md").read_text()
