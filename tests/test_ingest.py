@@ -74,6 +74,10 @@ def test_html_table_rows_name_their_columns_and_units(tmp_path):
     assert "Diluted EPS — Fiscal 2022: $13.14; Fiscal 2021: $11.27" in paras  # per-share: no unit
     assert "Shares used (000's) — Fiscal 2022: 444,757; Fiscal 2021: 444,346" in paras
     assert "Name | Role" in paras and "Ann | CEO" in paras  # no figures: cells as they are
+    p.write_text("<table><tr><th>Location</th><th>Use</th><th>Square feet</th><th>Owned or leased</th></tr>"
+                 "<tr><td>Muncie, Indiana</td><td>Foundry</td><td>610,000</td><td>Owned</td></tr></table>")
+    # text cells keep their headers too, and take no units
+    assert read_document(p) == "Muncie, Indiana — Use: Foundry; Square feet: 610,000; Owned or leased: Owned"
 
 
 def test_pdf_table_rows_name_their_columns_and_units(tmp_path):

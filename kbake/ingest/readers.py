@@ -79,26 +79,31 @@ def read_html(path: Path) -> str:
 
 
 def html_table_lines(table) -> list[str]:
-    """One line per row, each figure named by its column header ("Net sales — 2022: $222,730
+    """One line per row, each cell named by its column header ("Net sales — 2022: $222,730
     million; 2021: …"; see `kbake.ingest.tables.render_table`). Cells are laid on a grid with
     their colspans, so a header spanning a '$' cell and its figure names both. Rows before the
     first row with a figure are the header; a table without figures (or without a header)
     stays 'cell | cell | cell'."""
     from kbake.ingest.tables import is_value, render_table, units_of
 
-    grid: list[list[str]] = []
+    grid: list[list[str]] = []  # a spanning cell in every column it spans (headers)
+    once: list[list[str]] = []  # a spanning cell in its first column only (rows)
     plain: list[str] = []
     for tr in table.find_all("tr"):
         row: list[str] = []
+        first_only: list[str] = []
         cells = tr.find_all(["td", "th"])
         for c in cells:
             try:
                 span = max(1, min(int(c.get("colspan", 1)), 50))
             except (TypeError, ValueError):
                 span = 1
-            row.extend([c.get_text(" ", strip=True)] * span if span > 1 else [c.get_text(" ", strip=True)])
+            text = c.get_text(" ", strip=True)
+            row.extend([text] * span)
+            first_only.extend([text] + [""] * (span - 1))
         if any(row):
             grid.append(row)
+            once.append(first_only)
             plain.append(" | ".join(t for t in (c.get_text(" ", strip=True) for c in cells) if t))
 
     def figures(r: list[str]) -> list[int]:
@@ -112,18 +117,20 @@ def html_table_lines(table) -> list[str]:
     units_only = bool(units_line) and _UNITS_ONLY.match(units_line) is not None
     heads = grid[:first]
     width = max(len(r) for r in grid)
-    cols = sorted({k for r in grid[first:] for k, c in enumerate(r) if k > 0 and c and is_value(c)})
+    # Every column after the label that holds something in a row: figures and text cells alike
+    # ("Use: Foundry, machining and pump assembly; Segment: MPS; Square feet: 610,000").
+    cols = sorted({k for r in once[first:] for k, c in enumerate(r) if k > 0 and c and c not in "$%"})
     headers = [" ".join(dict.fromkeys(h[k] for h in heads if k < len(h) and h[k]
                                       and not (units_only and h[k] == units_line))) for k in cols]
     if not any(headers) or width < 2:
         return plain
     rows, currency = [], []
-    for r in grid[first:]:
+    for r in once[first:]:
         label = r[0] if r else ""
         values, cur = [], []
         for k in cols:
             v = r[k] if k < len(r) else ""
-            values.append(v if is_value(v) else "")
+            values.append(v if v not in "$%" else "")
             cur.append(k > 0 and k - 1 < len(r) and r[k - 1] == "$")
         rows.append((label, values))
         currency.append(cur)

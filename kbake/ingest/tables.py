@@ -42,6 +42,8 @@ def units_of(text: str) -> str | None:
 def _with_unit(value: str, unit: str | None, label: str, units_line: str, currency: bool) -> str:
     """'$222,730 million' where the units line covers the row; per-share figures, share counts,
     percentages and dashes stay as printed (the units line's "except per share data")."""
+    if not is_value(value):
+        return value  # a text cell ("Owned") takes neither currency nor units
     shown = ("$" + value) if currency and not value.startswith("$") and value not in "—–-" else value
     if not unit or value in "—–-" or "%" in value or _NO_UNIT.search(label):
         return shown
