@@ -265,6 +265,10 @@ def test_estimate_counts_the_calls_the_run_makes_and_its_probe_is_reused(run, ti
     assert report.cache_hits >= 8
     assert report.kinds["qa"].jobs == est.kinds["qa"].calls
     assert report.kinds["entigraph"].jobs <= est.kinds["entigraph"].calls  # relation calls: at most their cap
+    # Once answered, the known calls are cached: a second estimate probes nothing and prices them at zero.
+    again = estimate(run, args)
+    assert again.probe["requests"] == 0 and again.kinds["qa"].cached_calls == n_chunks and again.kinds["qa"].seconds == 0
+    assert f"{n_chunks + n_chunks:,} calls already cached (free)" in again.line()
 
 
 def test_estimate_for_an_endpoint_prices_without_calling(run):

@@ -38,6 +38,8 @@ class KindPlan:
     later_calls: int = 0
     """Calls that depend on earlier answers (EntiGraph relations), counted at their cap."""
     later_max_tokens: int = 0
+    cached_calls: int = 0
+    """Calls whose answers are already in the run's cache (free; counted by the local probe)."""
     output_share: float = 1.0
     """Expected answer length as a share of max_tokens (measured by the probe when local)."""
     seconds: float = float("nan")
@@ -140,13 +142,22 @@ def estimate(run, args, seed: int = 0, *, llm=None, probe: bool = True) -> Estim
     for k in kinds.values():
         if not k.jobs:
             continue
-        sample = k.jobs[: args.batch_size]
+        # Calls already in the run's cache are free (an incremental re-bake repeats last
+        # year's); the probe and the time count only the others.
+        keys = [j.request.cache_key(llm.model_id) for j in k.jobs]
+        hits = set(llm.cache.get_many(list(dict.fromkeys(keys)))) if hasattr(llm, "cache") else set()
+        todo = [j for j, key in zip(k.jobs, keys) if key not in hits]
+        k.cached_calls = len(k.jobs) - len(todo)
+        sample = todo[: args.batch_size]
+        if not sample:
+            k.seconds = 0.0
+            continue
         t0 = time.perf_counter()
         comps = llm.complete([j.request for j in sample])
         secs = time.perf_counter() - t0
         done = [c for c in comps if c is not None]
         k.output_share = sum(c.completion_tokens for c in done) / max(1, len(done) * k.max_tokens)
-        k.seconds = math.ceil(len(k.jobs) / args.batch_size) * secs
+        k.seconds = math.ceil(len(todo) / args.batch_size) * secs
         steps = max((c.completion_tokens for c in done), default=0)
         if steps and not any(c.cached for c in done):
             step_times.append(secs / steps)
@@ -155,8 +166,10 @@ def estimate(run, args, seed: int = 0, *, llm=None, probe: bool = True) -> Estim
     for k in kinds.values():
         if k.later_calls:
             k.seconds += math.ceil(k.later_calls / args.batch_size) * step * k.later_max_tokens
+    n_cached = sum(k.cached_calls for k in kinds.values())
     basis = (f"local: a probe of {probed} real requests (one batch per kind) took {probe_secs:.1f} s"
              + (f", {cached} of them already cached: time underestimated" if cached else "")
+             + (f"; {n_cached:,} calls already cached (free)" if n_cached else "")
              + f"; decode step {step:.2f} s; batches of {args.batch_size}")
     return Estimate(kinds, sum(k.seconds for k in kinds.values()), basis,
                     probe={"requests": probed, "seconds": probe_secs, "cached": cached, "step_s": step})
