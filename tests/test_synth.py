@@ -329,3 +329,10 @@ def test_prompts_carry_the_documents_date():
     assert "as of" not in job.request.messages[-1][1]
     [job] = qa.jobs({"d": [dict(chunk, as_of="")]}, args, 0)  # an undated document: the text alone
     assert "[" not in job.request.messages[-1][1].split('"""')[1]
+
+
+def test_a_file_name_entity_is_not_shown_in_prompts():
+    from kbake.synth.job import passage
+
+    c = {"text": "Revenue rose.", "as_of": "2025-09-27", "entity": "corvane-k-fy"}
+    assert passage(c, SynthArgs()) == "[As of September 27, 2025]\nRevenue rose."

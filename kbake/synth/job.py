@@ -37,8 +37,10 @@ def passage(chunk: dict, args) -> str:
     from datetime import date
 
     d = date.fromisoformat(chunk["as_of"])
-    who = chunk.get("entity") or "document"
-    return f"[{who}, as of {d:%B} {d.day}, {d.year}]\n{chunk['text']}"
+    who = chunk.get("entity") or ""
+    # A registrant's name reads well; a file-name slug ("corvane-k-fy") would only confuse.
+    head = f"{who}, as of" if " " in who else "As of"
+    return f"[{head} {d:%B} {d.day}, {d.year}]\n{chunk['text']}"
 
 
 def passage_items(job: Job, completion: Completion, model: str) -> list[SynthItem]:
