@@ -238,6 +238,16 @@ def test_rebake_from_a_trained_model_trains_on_the_newer_documents(tmp_path, tin
     assert sorted(ingest_rounds(rd).values()) == [1, 2]
     recipe = tiny_recipe(tiny_model, method, data=["raw"], epochs=1, init="y1", from_replay=0.25)
     tok = load_tokenizer(tiny_model)
+    # A corpus only the newer documents have ('changes' needs two years) is no error for the replay part.
+    from kbake.run import SynthItem, read_chunks, write_items
+
+    new_doc = next(c["doc_id"] for c in read_chunks(rd.chunks) if "2025" in c["source"])
+    write_items(rd.synth_dir / "changes.jsonl", [SynthItem(
+        id="ch-1", kind="changes", doc_id=new_doc, chunk_ids=[], generator="changes/table-diff",
+        prompt_version="changes.v1", model="none", text="Acme: Plants was 5, up from 4.")])
+    both = recipe.train.model_copy(update={"data": ["raw", "changes"]})
+    mixed, _, _ = rebake_examples(rd, both, tok, 0, since_round=1)
+    assert any("up from 4" in tok.decode(e.ids) for e in mixed)
     examples, n_new, n_old = rebake_examples(rd, recipe.train, tok, 0, since_round=1)
     assert (n_new, n_old) == (1, 1)
     new = [e for e in examples if "Chile" in tok.decode(e.ids)]

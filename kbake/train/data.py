@@ -53,9 +53,11 @@ def _weighted(items: list, weight: float, rng: random.Random) -> list:
     return out
 
 
-def load_examples(run: RunDir, args: TrainArgs, tok, seed: int, docs: set[str] | None = None) -> list[Example]:
+def load_examples(run: RunDir, args: TrainArgs, tok, seed: int, docs: set[str] | None = None,
+                  allow_empty: bool = False) -> list[Example]:
     """The new-knowledge examples named by `args.data`, weighted; raises with a clear message
-    when a corpus is missing or empty. `docs`: only the items of these documents."""
+    when a corpus is missing or empty (unless `allow_empty`). `docs`: only the items of these
+    documents."""
     rng = random.Random(seed)
     out: list[Example] = []
     keep = (lambda d: True) if docs is None else (lambda d: d in docs)  # noqa: E731
@@ -71,6 +73,8 @@ def load_examples(run: RunDir, args: TrainArgs, tok, seed: int, docs: set[str] |
             items = [it for it in read_items(path) if keep(it.doc_id)]
             got = [qa_example(tok, it.question, it.answer) if it.question is not None
                    else text_example(tok, it.text, name) for it in items]
+        if not got and allow_empty:
+            continue
         if not got:
             where = "" if docs is None else " for the documents ingested since the model it starts from"
             raise ValueError(f"corpus {name!r} in {run.root} is empty{where}: nothing to train on")
@@ -99,7 +103,8 @@ def rebake_examples(run: RunDir, args: TrainArgs, tok, seed: int, since_round: i
     new = load_examples(run, args, tok, seed, new_docs)
     old: list[Example] = []
     if args.from_replay > 0 and old_docs:
-        pool = load_examples(run, args, tok, seed, old_docs)
+        # The earlier documents may lack a corpus the new ones have ('changes' needs two years).
+        pool = load_examples(run, args, tok, seed, old_docs, allow_empty=True)
         random.Random(seed).shuffle(pool)
         want = int(sum(len(e.ids) for e in new) * args.from_replay / (1 - args.from_replay))
         total = 0
