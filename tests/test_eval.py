@@ -13,7 +13,8 @@ from kbake.config import EvalArgs, IngestArgs, Recipe
 from kbake.eval import evaluate
 from kbake.eval.forgetting import encode_general, general_nll_and_kl
 from kbake.eval.rag import is_hit, load_index
-from kbake.eval.score import exact_match, option_ids, score_choices, score_many, score_separately, score_shared, token_f1
+from kbake.eval.score import (exact_match, option_ids, score_batched, score_choices, score_many, score_separately,
+                               score_shared, token_f1)
 from kbake.models import load_causal_lm
 from kbake.ingest import ingest
 from kbake.run import Probe, RunDir, read_chunks, read_probes
@@ -284,3 +285,21 @@ def test_advice_follows_the_measured_intervals(counts, verdict):
     lines = advice(_advice_metrics(*counts))
     assert lines[0].startswith(verdict), lines[0]
     assert "s per 1k source tokens" in lines[1] and "120.0 s per 1k" in lines[1]
+
+
+def test_batched_scoring_gives_the_same_scores(tiny_model):
+    """Short prompts of different lengths with different option counts, scored as left-padded
+    batches (a group smaller than the set, so padding and grouping both happen), must score as
+    each prompt alone."""
+    model, tok = load_causal_lm(tiny_model)
+    texts = ["Question: where?\nAnswer:", "Q: a much longer question about the membranes and the foundry?\nAnswer:",
+             "Why?", "Question: which city hosts the plant that makes the membranes for the pump?\nAnswer:", "Hm"]
+    prefixes = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+    opts = [option_ids(tok, o, eos=False) for o in
+            [[" Aarhus", " Osaka"], [" Muncie, Indiana", " Chennai", " x", " the city of Osaka"], [" yes", " no", " maybe so"],
+             [" Aarhus, Denmark", " Osaka"], [" a", " b"]]]
+    got = score_batched(model, prefixes, opts, tok.pad_token_id, batch_size=3)
+    for pre, o, g in zip(prefixes, opts, got):
+        assert len(g) == len(o)
+        for (a, n), (b, m) in zip(g, score_separately(model, pre, o)):
+            assert n == m and a == pytest.approx(b, abs=1e-4)

@@ -139,10 +139,16 @@ def evaluate_model(name: str, model, tok, data: EvalData, args, base=None, progr
     A `snapshot` gets only what the learning-vs-forgetting line needs: closed-book test probes
     and the general-eval sets. Per-item results are under "_items" (for the intervals)."""
     t0 = time.perf_counter()
+    parts: dict[str, float] = {}  # seconds per part: where a model's eval time goes
+
+    def lap(part: str) -> None:
+        parts[part] = round(time.perf_counter() - t0 - sum(parts.values()), 1)
+
     probes = [p for p in data.probes if p.split == "test"] if snapshot else data.probes
     closed = _mc(model, tok, [chat_prompt(tok, p.question) for p in probes], probes, f"{name}: closed book", progress)
     res = {"name": name, "closed_book": split_stats(closed, probes, "test")}
     items = {"closed": closed}
+    lap("closed_book")
     if any(p.stale for p in probes):
         res["updates"] = {"closed_book": update_stats(closed, probes)}
     if data.general_items:
@@ -152,9 +158,11 @@ def evaluate_model(name: str, model, tok, data: EvalData, args, base=None, progr
                   leave=False) as bar:
             items["general_eval"] = score_items(model, tok, data.general_items, progress=bar.update)
         res["general_eval"] = general_eval_stats(items["general_eval"])
+        lap("general_eval")
     if snapshot:
         res["_items"] = items
         res["eval_seconds"] = round(time.perf_counter() - t0, 1)
+        res["eval_parts"] = parts
         return res
 
     # RAG and short answers on the test probes only: dev is for choosing recipes, which the
@@ -181,6 +189,7 @@ def evaluate_model(name: str, model, tok, data: EvalData, args, base=None, progr
     for p, c in zip(probes, closed):
         if p.stale:
             res["per_probe"][p.id]["outcome"] = outcome(p, c["choice"])
+    lap("rag")
     if args.short_answers:
         answers = _generate(model, tok, [p.question for p in test_probes], args)
         f1 = [token_f1(a, p.reference) for a, p in zip(answers, test_probes)]
@@ -190,6 +199,7 @@ def evaluate_model(name: str, model, tok, data: EvalData, args, base=None, progr
                                   for k in _kinds(test_probes)}}
         for p, a, f in zip(test_probes, answers, f1):
             res["per_probe"][p.id].update(short=a, f1=round(f, 4))
+        lap("short_answers")
     g = general_nll_and_kl(model, base, data.replay_seqs, args.batch_size, tok.pad_token_id)
     nv = general_nll_and_kl(model, base, data.novel_seqs, args.batch_size, tok.pad_token_id)
     items["replay_nll"], items["novel_nll"] = g["seq_nll"], nv["seq_nll"]
@@ -197,11 +207,14 @@ def evaluate_model(name: str, model, tok, data: EvalData, args, base=None, progr
     res["general"] = {"replay_ppl": g["ppl"], "replay_kl": g["kl"] if base is not None else 0.0,
                       "replay_tokens": g["tokens"], "novel_ppl": nv["ppl"],
                       "novel_kl": nv["kl"] if base is not None else 0.0, "novel_tokens": nv["tokens"]}
+    lap("perplexity_kl")
     if data.questions:
         answers = _generate(model, tok, [q["question"] for q in data.questions], args)
         res["general"]["qa_f1"] = _mean([token_f1(a, q["answer"]) for a, q in zip(answers, data.questions)])
+        lap("general_questions")
     res["_items"] = items
     res["eval_seconds"] = round(time.perf_counter() - t0, 1)
+    res["eval_parts"] = parts
     return res
 
 

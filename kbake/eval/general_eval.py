@@ -1,6 +1,7 @@
 """Forgetting where replay cannot hide it: four public multiple-choice sets (ARC-Easy, PIQA,
 HellaSwag, SciQ) and perplexity on a public-domain novel, none of it Wikipedia prose (the
-replay data). Scored with the probes' prefix-shared option scorer (`score.score_many`).
+replay data). Scored with the probes' prefix-shared option scorer (`score.score_many`), or
+as padded batches where every option is a few tokens (`score.score_batched`).
 
 Format, chosen on the base model's accuracy (150 items per set, bf16; the chat template
 with EOS-ended options scored 39/39/65% on ARC/SciQ/PIQA, this one 45/55/61%): a plain
@@ -45,10 +46,24 @@ def prompt_and_options(item: dict) -> tuple[str, list[str]]:
     return f"Question: {item['question']}\nAnswer:", [" " + c for c in item["choices"]]
 
 
+# Items whose options are all this short (ARC-Easy, SciQ) are scored as padded batches
+# (`score.score_batched`: 1.5x and 2.3x faster on 40 items each, bf16, 2 cores); longer
+# endings (PIQA, HellaSwag) pad too much and run faster one question at a time (0.9x).
+SHORT_OPTION_TOKENS = 8
+
+
 def score_items(model, tok, items: list[dict], progress=None) -> list[dict]:
     """Per item: {id, set, correct, margin}."""
     pairs = [prompt_and_options(it) for it in items]
-    scores = score_choices_many(model, tok, [p for p, _ in pairs], [o for _, o in pairs], progress, eos=False)
+    short = [max(len(tok(o, add_special_tokens=False)["input_ids"]) for o in opts) <= SHORT_OPTION_TOKENS
+             for _, opts in pairs]
+    scores: list = [None] * len(items)
+    for batched in (True, False):
+        idx = [i for i, s in enumerate(short) if s == batched]
+        got = score_choices_many(model, tok, [pairs[i][0] for i in idx], [pairs[i][1] for i in idx], progress,
+                                 eos=False, batched=batched)
+        for i, sc in zip(idx, got):
+            scores[i] = sc
     out = []
     for it, sc in zip(items, scores):
         best, margin = choice_and_margin(sc, it["answer"])

@@ -6,7 +6,9 @@ chunks): the prefix goes through the model once, its KV cache is copied to every
 and the options run as one batch after it — not one full pass per option. Across
 questions, `score_many` visits the prompts in token order and keeps the KV cache of the
 longest prefix a prompt shares with the one before (RAG prompts whose top chunk is the
-same share most of their tokens), so only the rest runs.
+same share most of their tokens), so only the rest runs. Short prompts (the general-eval sets: a question of a few dozen
+tokens) waste that path on batch-1 matrix products, so `score_batched` runs a group of
+them as one left-padded batch instead, then all their options as one batch after it.
 """
 
 from __future__ import annotations
@@ -105,6 +107,61 @@ def score_many(model, prefixes: list[list[int]], opts: list[list[list[int]]], pa
 
 
 @torch.no_grad()
+def score_batched(model, prefixes: list[list[int]], opts: list[list[list[int]]], pad_id: int,
+                  batch_size: int = 16, progress=None) -> list[list[tuple[float, int]]]:
+    """`score_shared` for many short prompts: `batch_size` prefixes (similar lengths together)
+    run as one left-padded batch, their KV cache is gathered once per option, and every
+    option of the group runs as one batch after it. The same scores as one pass per option
+    (to float rounding); the rows' positions and attention masks skip the padding."""
+    device = next(model.parameters()).device
+    out: list = [None] * len(prefixes)
+    order = sorted(range(len(prefixes)), key=lambda i: len(prefixes[i]))
+    for start in range(0, len(order), batch_size):
+        group = order[start : start + batch_size]
+        lens = [len(prefixes[i]) for i in group]
+        width_p = max(lens)
+        ids = torch.full((len(group), width_p), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(group), width_p), dtype=torch.long)
+        for r, i in enumerate(group):
+            ids[r, width_p - lens[r] :] = torch.tensor(prefixes[i])
+            mask[r, width_p - lens[r] :] = 1
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        res = model(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=pos.to(device), use_cache=True)
+        first = res.logits[:, -1].float().log_softmax(-1).cpu()
+        past = getattr(res, CACHE_KW)
+        rows = [(r, o) for r, i in enumerate(group) for o in opts[i]]
+        width = max(len(o) for _, o in rows)
+        if width == 1:
+            scores = [(first[r, o[0]].item(), 1) for r, o in rows]
+        else:
+            past.batch_select_indices(torch.tensor([r for r, _ in rows], device=device))
+            oids = torch.full((len(rows), width - 1), pad_id, dtype=torch.long)
+            omask = torch.zeros((len(rows), width - 1), dtype=torch.long)
+            for k, (_, o) in enumerate(rows):
+                oids[k, : len(o) - 1] = torch.tensor(o[:-1])
+                omask[k, : len(o) - 1] = 1
+            opos = torch.tensor([lens[r] for r, _ in rows]).unsqueeze(1) + torch.arange(width - 1)
+            full_mask = torch.cat([mask[[r for r, _ in rows]], omask], dim=1)
+            logits = model(input_ids=oids.to(device), attention_mask=full_mask.to(device), position_ids=opos.to(device),
+                           use_cache=False, **{CACHE_KW: past}).logits
+            scores = []
+            for k, (r, o) in enumerate(rows):  # row by row: a log-softmax of the whole batch is hundreds of MB
+                total = first[r, o[0]].item()
+                if len(o) > 1:
+                    lp = logits[k, : len(o) - 1].float()
+                    total += (lp.gather(-1, torch.tensor(o[1:], device=device)[:, None]).squeeze(-1)
+                              - lp.logsumexp(-1)).sum().item()
+                scores.append((total, len(o)))
+        k = 0
+        for i in group:
+            out[i] = scores[k : k + len(opts[i])]
+            k += len(opts[i])
+            if progress:
+                progress()
+    return out
+
+
+@torch.no_grad()
 def score_separately(model, prefix: list[int], opts: list[list[int]]) -> list[tuple[float, int]]:
     """The reference: one full pass over prefix + option for every option."""
     device = next(model.parameters()).device
@@ -122,10 +179,12 @@ def score_choices(model, tok, prefix_text: str, options: list[str]) -> list[floa
 
 
 def score_choices_many(model, tok, prefix_texts: list[str], options: list[list[str]], progress=None,
-                       eos: bool = True) -> list[list[float]]:
-    """`score_choices` for many questions at once, reusing common prefixes across them (`score_many`)."""
+                       eos: bool = True, batched: bool = False) -> list[list[float]]:
+    """`score_choices` for many questions at once: reusing common prefixes across them
+    (`score_many`, for long prompts such as RAG's), or `batched` (`score_batched`, for short ones)."""
     prefixes = [tok(t, add_special_tokens=False)["input_ids"] for t in prefix_texts]
-    raw = score_many(model, prefixes, [option_ids(tok, o, eos) for o in options], tok.pad_token_id, progress)
+    scorer = score_batched if batched else score_many
+    raw = scorer(model, prefixes, [option_ids(tok, o, eos) for o in options], tok.pad_token_id, progress=progress)
     return [[total / n for total, n in r] for r in raw]
 
 
