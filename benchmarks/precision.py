@@ -65,7 +65,7 @@ if not a.skip_train:
         args = TrainArgs(method=method, batch_size=a.batch, block_size=a.seq, max_steps=a.steps + 1, lr=1e-4,
                          warmup_ratio=0.0, eval_fraction=0.0, save_every=10_000, eval_every=10_000,
                          precision=precision, lora_r=32, lora_alpha=64, lora_dropout=0.0)
-        model, _ = {"full": full, "lora": lora}[method].prepare(model, args)
+        model = {"full": full, "lora": lora}[method].prepare(model, None, args).model
         with tempfile.TemporaryDirectory() as tmp:
             run_loop(model, x, y, x[:0], y[:0], args, Path(tmp), seed=0, progress=False)
             rows = [json.loads(l) for l in open(Path(tmp) / "metrics.jsonl")]

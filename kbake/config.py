@@ -205,20 +205,25 @@ class TrainArgs(StageArgs):
     """LoRA dropout."""
     lora_targets: str | list[str] = "all-linear"
     """LoRA target modules: 'all-linear' or a list of module names."""
-    memory_layers: list[int] = [-1]
-    """Decoder layers that get a memory branch; [-1] means the middle layer."""
+    memory_layers: list[int] = []
+    """Decoder layers that get a memory branch, Python-style (-1 is the last); [] means the middle layer."""
     memory_slots: int = Field(16384, ge=4)
     """Memory slots N (a perfect square)."""
     memory_k: int = Field(32, ge=1)
     """Slots read per token."""
     memory_key_dim: int = Field(128, ge=2)
     """Query/key width of the memory."""
-    memory_gated: bool = True
-    """Gate the memory read-out with silu(W_g x)."""
+    memory_gated: bool = False
+    """Gate the memory read-out with silu(W_g x) (Berges et al.); off in a retrofit, where the gate is random."""
+    memory_addressing: Literal["activations", "random"] = "activations"
+    """activations: query map and keys fitted to the model's hidden states at the layer (PCA-whitened
+    queries, k-means sub-keys); random: random frozen addresses (kbake 0.1, measured to learn nothing)."""
     memory_top_t: int = Field(1024, ge=1)
-    """Sparse memory finetuning: train only the t slots per memory with the highest TF-IDF."""
+    """Sparse memory finetuning: per batch, update only the t value rows with the highest TF-IDF."""
     memory_background_batches: int = Field(32, ge=1)
-    """General-text batches used as the background for the TF-IDF slot ranking."""
+    """Blocks of general text that give the TF-IDF its document frequencies (more: a stabler IDF, a slower start)."""
+    memory_optimizer: Literal["sgd", "adamw"] = "sgd"
+    """Optimizer of the memory's value rows: SGD (Lin et al. 2025: better for sparse updates) or AdamW."""
     grpo_num_generations: int = Field(4, ge=2)
     """Completions sampled per prompt; the advantage is each reward minus its group's mean."""
     grpo_max_completion_length: int = Field(24, ge=1)

@@ -112,17 +112,21 @@ def test_adapter_methods_leave_base_weights_bit_identical(run, tiny_model, metho
         captured["changed"] = [k for k, v in model.named_parameters() if k in before and not torch.equal(v, before[k])]
         captured["n_frozen"] = len(before)
         if method == "memory":
-            for name, mem in model.kbake_memory.items():
-                nonzero = (mem.values.detach().abs().sum(dim=1) > 0).sum().item()
-                captured["rows"] = (nonzero, model.kbake_trainable_slots[name])
+            captured["rows"] = {name: int((mem.values.detach().abs().sum(dim=1) > 0).sum())
+                                for name, mem in model.kbake_memory.items()}
         return res
 
     monkeypatch.setattr(tr, "run_loop", spy)
-    train(run, tiny_recipe(tiny_model, method), progress=False)
+    r = tiny_recipe(tiny_model, method)
+    state = train(run, r, progress=False)
     assert captured["n_frozen"] > 10 and captured["changed"] == []
     if method == "memory":
-        nonzero, allowed = captured["rows"]
-        assert 0 < nonzero <= allowed  # only the TF-IDF-selected value rows moved
+        for name, rows in captured["rows"].items():
+            diag = state["memory"][name]
+            # only the rows each batch's TF-IDF chose moved, at most top_t of them per batch
+            assert 0 < rows == diag["trained_rows"] <= diag["updated_slots"]
+            assert diag["rows_per_batch"] <= r.train.memory_top_t
+            assert 0 < diag["read_share_train_positions"] <= 1 and diag["slot_usage_train"]["effective_slots"] > 1
 
 
 def test_memory_is_a_no_op_at_init_and_round_trips(tiny_model, tmp_path):
@@ -131,7 +135,7 @@ def test_memory_is_a_no_op_at_init_and_round_trips(tiny_model, tmp_path):
     with torch.no_grad():
         ref = base(input_ids=x).logits.clone()
     model, _ = load_causal_lm(tiny_model)
-    mems = add_memory(model, MemoryConfig(layers=[0, 1], slots=64, k=4, key_dim=8))
+    mems = add_memory(model, MemoryConfig(layers=[0, 1], slots=64, k=4, key_dim=8, addressing="random"))
     with torch.no_grad():
         assert torch.equal(model(input_ids=x).logits, ref)
         for m in mems.values():

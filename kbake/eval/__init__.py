@@ -212,10 +212,33 @@ def evaluate_model(name: str, model, tok, data: EvalData, args, base=None, progr
         answers = _generate(model, tok, [q["question"] for q in data.questions], args)
         res["general"]["qa_f1"] = _mean([token_f1(a, q["answer"]) for a, q in zip(answers, data.questions)])
         lap("general_questions")
+    if hasattr(model, "kbake_memory"):
+        res["memory"] = memory_diagnostics(model, tok, probes)
+        lap("memory_diagnostics")
     res["_items"] = items
     res["eval_seconds"] = round(time.perf_counter() - t0, 1)
     res["eval_parts"] = parts
     return res
+
+
+def memory_diagnostics(model, tok, probes) -> dict:
+    """Share of a memory model's read weight that falls on trained value rows where each
+    probe's answer is predicted (its prompt, then the answer's tokens), per split: compared
+    with the share at training positions (trainer_state.json), it says whether the questions
+    reach what training wrote."""
+    from kbake.models.memory import read_share
+
+    out = {}
+    for split in ("test", "dev"):
+        seqs, positions = [], []
+        for p in (p for p in probes if p.split == split):
+            prompt = tok(chat_prompt(tok, p.question), add_special_tokens=False)["input_ids"]
+            answer = tok(p.answer, add_special_tokens=False)["input_ids"]
+            seqs.append(prompt + answer)
+            positions.append(list(range(len(prompt) - 1, len(prompt) + len(answer) - 1)))
+        if seqs:
+            out[f"read_share_{split}_answers"] = round(read_share(model, seqs, positions), 4)
+    return out
 
 
 def learning_kind(probes) -> str | None:

@@ -26,26 +26,19 @@ def load_trained(folder: str | Path, *, dtype=None, device: str | None = None, m
     if not meta_path.exists():
         return load_causal_lm(str(folder), dtype=dtype, device=device)
     meta = json.loads(meta_path.read_text())
-    method, base = meta["method"], meta["base_model"]
-    if method == "full":
+    from kbake.train import METHODS  # each method module knows how its folder loads (`attach`)
+
+    method = METHODS.get(meta["method"])
+    if method is None:
+        raise ValueError(f"{meta_path}: unknown method {meta['method']!r}")
+    if method.WHOLE_MODEL:
         return load_causal_lm(str(folder), dtype=dtype, device=device)
     if meta.get("init"):  # an adapter trained on top of an earlier model, merged
         model, _ = load_trained(_init_folder(folder, meta["init"]), dtype=dtype, device=device, merge=True)
     else:
-        model, _ = load_causal_lm(base, dtype=dtype, device=device)
+        model, _ = load_causal_lm(meta["base_model"], dtype=dtype, device=device)
     tok = load_tokenizer(str(folder))
-    if method in ("lora", "grpo"):
-        from peft import PeftModel
-
-        model = PeftModel.from_pretrained(model, str(folder))
-        if merge:
-            model = model.merge_and_unload()
-    elif method == "memory":
-        from kbake.models.memory import load_memory
-
-        load_memory(model, folder)
-    else:
-        raise ValueError(f"{meta_path}: unknown method {method!r}")
+    model = method.attach(model, folder, merge=merge)
     model.eval()
     return model, tok
 

@@ -16,11 +16,13 @@ import torch
 
 from kbake.config import Recipe, TrainArgs, save_resolved
 from kbake.run import RunDir, atomic_write_json, make_private_dir, provenance, save_stage
-from kbake.train import full, lora, memory
-from kbake.train.data import build_blocks, ingest_rounds, load_examples, pack_blocks, rebake_examples, text_example
+from kbake.models.precision import resolve_precision
+from kbake.train import full, grpo, lora, memory
+from kbake.train.data import build_blocks, ingest_rounds, load_examples, rebake_examples
 from kbake.train.loop import run_loop
 
-METHODS = {"full": full, "lora": lora, "memory": memory}
+METHODS = {"full": full, "lora": lora, "memory": memory, "grpo": grpo}
+"""Each method is one module behind one interface (`train` below says which)."""
 
 
 class TrainError(RuntimeError):
@@ -44,7 +46,7 @@ def check_fits(base_model: str, args: TrainArgs) -> None:
     config = AutoConfig.from_pretrained(resolve_lm_path(base_model))
     with init_empty_weights():
         n = sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
-    trainable = n if args.method == "full" else n // 50
+    trainable = n if METHODS[args.method].WHOLE_MODEL else n // 50
     need = estimate_memory_bytes(n, trainable, args.batch_size * args.block_size, config.hidden_size,
                                  config.num_hidden_layers)
     if torch.cuda.is_available():
@@ -59,28 +61,34 @@ def check_fits(base_model: str, args: TrainArgs) -> None:
 
 def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool = False,
           progress: bool = True) -> dict:
-    """Train `recipe.train.method` on the run's corpora into `RUN/train/<name>/`."""
+    """Train `recipe.train.method` on the run's corpora into `RUN/train/<name>/`.
+
+    Every method module has the same small interface: `prepare(model, tok, args, seed=,
+    examples=) -> Prepared`, `save(acc, model, folder, tok, base_model=)` (called on every
+    process), `attach(model, folder, merge=)` (load onto a base), and the flags
+    `WHOLE_MODEL` and `CONTINUABLE`; one with `OWN_LOOP` (GRPO) runs its own trainer
+    through `own_loop` and shares the rest of the bookkeeping."""
     from kbake.models import load_causal_lm
-    from kbake.models.trained import start_from, write_meta
-    from kbake.sample import general_paragraphs
-    from kbake.models.precision import resolve_precision
+    from kbake.models.trained import start_from
     from kbake.train.loop import make_accelerator
 
     args = recipe.train
     seed = recipe.seed
     name = name or args.method
+    method = METHODS[args.method]
     out = run.train_dir / name
-    acc = make_accelerator(args)
     if out.exists() and (out / "model").exists() and not resume:
         raise TrainError(f"{out} already holds a trained model; pick another --name or delete it")
+    if args.init and not method.CONTINUABLE:
+        raise TrainError(f"--from works with {', '.join(m for m, mod in METHODS.items() if mod.CONTINUABLE)}; "
+                         f"a {args.method} model cannot be continued yet")
     check_fits(args.base_model, args)
+    if getattr(method, "OWN_LOOP", False):
+        return _train_own_loop(method, run, recipe, name, out, resume=resume, progress=progress)
 
-    if args.method == "grpo":
-        return _train_grpo(run, recipe, name, out, resume=resume, progress=progress)
+    acc = make_accelerator(args)
     since = None
     if args.init:
-        if args.method == "memory":
-            raise TrainError("--from works with full and lora; a memory model cannot be continued yet")
         init_state = run.train_dir / args.init / "trainer_state.json"
         since = json.loads(init_state.read_text()).get("ingest_round", 1) if init_state.exists() else 1
         model, tok = start_from(run.train_dir, args.init, args.base_model)
@@ -92,87 +100,76 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
     if acc.is_main_process:
         make_private_dir(out)
         save_resolved(recipe, out / "config.yaml")
-    extra = {}
-    if args.method == "memory":
-        new_only = pack_blocks(examples, args.block_size)[0]
-        bg = pack_blocks([text_example(tok, t, "general") for t in general_paragraphs("replay")], args.block_size)[0]
-        extra = {"new_blocks": new_only, "background_blocks": bg[: args.memory_background_batches]}
     model.train()
-    model, grad_hook = METHODS[args.method].prepare(model, args, seed=seed, **extra)
+    prepared = method.prepare(model, tok, args, seed=seed, examples=examples)
+    model = prepared.model
     total_params = sum(p.numel() for p in model.parameters())
-    if args.method == "memory":
-        trainable = sum(model.kbake_trainable_slots.values()) * model.config.hidden_size
-    else:
-        trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
 
     def save_model(folder: Path) -> None:
         """The trained model as `kbake eval`/`export` load it; called on every process."""
         acc.wait_for_everyone()
-        # Collective under FSDP (every rank gathers its shards); a plain state_dict otherwise.
-        full_state = acc.get_state_dict(model) if args.method == "full" else None
         if acc.is_main_process:
             make_private_dir(folder)
-            plain = acc.unwrap_model(model)
-            if args.method == "memory":
-                memory.save(plain, folder, tok, args.base_model)
-            elif args.method == "full":
-                full.save(plain, folder, tok, state_dict=full_state)
-            else:
-                lora.save(plain, folder, tok)
-            write_meta(folder, args.method, args.base_model, init=args.init if args.method == "lora" else None)
+        method.save(acc, model, folder, tok, base_model=args.base_model)
+        if acc.is_main_process:
+            _write_meta(folder, method, args)
+        acc.wait_for_everyone()
 
     t0 = time.perf_counter()
     result = run_loop(model, blocks.train_ids, blocks.train_labels, blocks.eval_ids, blocks.eval_labels, args, out,
-                      seed=seed, resume=resume, grad_hook=grad_hook, progress=progress, accelerator=acc,
-                      snapshot=lambda step: save_model(out / "snapshots" / f"step-{step}"))
+                      seed=seed, resume=resume, grad_hook=prepared.grad_hook, progress=progress, accelerator=acc,
+                      snapshot=lambda step: save_model(out / "snapshots" / f"step-{step}"),
+                      make_optimizer=prepared.make_optimizer)
     seconds = time.perf_counter() - t0
+    finished = prepared.finish(acc.unwrap_model(model)) if prepared.finish else {}
     save_model(out / "model")
     state = {}
     if acc.is_main_process:
-        plain = acc.unwrap_model(model)
         state = {
             "method": args.method, "name": name, "global_step": result.steps, "train_seconds": round(seconds, 2),
             "tokens_seen": result.tokens, "final_loss": result.final_loss, "eval_loss": result.eval_loss,
-            "trainable_params": trainable, "total_params": total_params, "resumed_from_step": result.resumed_from,
+            "trainable_params": prepared.trainable_params, "total_params": total_params,
+            "resumed_from_step": result.resumed_from,
             "train_blocks": len(blocks.train_ids), "eval_blocks": len(blocks.eval_ids),
             "new_tokens": blocks.new_tokens, "replay_tokens": blocks.replay_tokens,
             "world_size": acc.num_processes, "precision": resolve_precision(args.precision),
-            "ingest_round": max(ingest_rounds(run).values(), default=1), "init": args.init,
+            "ingest_round": max(ingest_rounds(run).values(), default=1), "init": args.init, **prepared.state, **finished,
         }
         if args.init:
             state["rebake"] = {"since_round": since, "new_documents": n_new_docs, "earlier_documents": n_old_docs}
-        if args.method == "memory":
-            state["trainable_slots"] = plain.kbake_trainable_slots
-        atomic_write_json(out / "trainer_state.json", state)
-        prov = {**provenance(recipe.model_dump(mode="json"), seed=seed, model=args.base_model),
-                "precision": state["precision"]}
-        atomic_write_json(out / "provenance.json", prov)
-        save_stage(run, f"train/{name}", {**prov, "trainer_state": state})
+        _write_state(run, recipe, name, out, state)
     return state
 
 
-def _train_grpo(run: RunDir, recipe: Recipe, name: str, out: Path, *, resume: bool, progress: bool) -> dict:
+def _write_meta(folder: Path, method, args: TrainArgs) -> None:
     from kbake.models.trained import write_meta
-    from kbake.train.grpo import train_grpo
 
+    # A standalone model needs no record of where it started; an adapter must load onto it.
+    write_meta(folder, args.method, args.base_model, init=None if method.WHOLE_MODEL else args.init)
+
+
+def _write_state(run: RunDir, recipe: Recipe, name: str, out: Path, state: dict) -> None:
+    atomic_write_json(out / "trainer_state.json", state)
+    prov = {**provenance(recipe.model_dump(mode="json"), seed=recipe.seed, model=recipe.train.base_model),
+            "precision": state["precision"]}
+    atomic_write_json(out / "provenance.json", prov)
+    save_stage(run, f"train/{name}", {**prov, "trainer_state": state})
+
+
+def _train_own_loop(method, run: RunDir, recipe: Recipe, name: str, out: Path, *, resume: bool, progress: bool) -> dict:
+    """A method that runs its own trainer (GRPO through TRL): the same folder, meta and state files."""
     args = recipe.train
     make_private_dir(out)
     save_resolved(recipe, out / "config.yaml")
-    model, tok, rows, seconds, steps = train_grpo(run, args, out, seed=recipe.seed, resume=resume, progress=progress)
+    model, tok, rows, seconds, steps, extra = method.own_loop(run, args, out, seed=recipe.seed, resume=resume,
+                                                              progress=progress)
     final = out / "model"
     make_private_dir(final)
-    model.save_pretrained(final)
-    tok.save_pretrained(final)
-    write_meta(final, "grpo", args.base_model, init=args.init)
-    rewards = [r["reward"] for r in rows if "reward" in r]
-    state = {"method": "grpo", "name": name, "global_step": steps, "train_seconds": round(seconds, 2),
-             "final_loss": rows[-1].get("loss", float("nan")) if rows else float("nan"), "eval_loss": None,
-             "first_reward": rewards[0] if rewards else None, "final_reward": rewards[-1] if rewards else None,
-             "tokens_seen": None,
+    method.save(None, model, final, tok, base_model=args.base_model)
+    _write_meta(final, method, args)
+    state = {"method": args.method, "name": name, "global_step": steps, "train_seconds": round(seconds, 2),
              "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
-             "total_params": sum(p.numel() for p in model.parameters()), "resumed_from_step": None}
-    atomic_write_json(out / "trainer_state.json", state)
-    prov = provenance(recipe.model_dump(mode="json"), seed=recipe.seed, model=args.base_model)
-    atomic_write_json(out / "provenance.json", prov)
-    save_stage(run, f"train/{name}", {**prov, "trainer_state": state})
+             "total_params": sum(p.numel() for p in model.parameters()), "resumed_from_step": None,
+             "precision": resolve_precision(args.precision), "init": args.init, **extra}
+    _write_state(run, recipe, name, out, state)
     return state

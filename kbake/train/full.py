@@ -5,17 +5,29 @@ from __future__ import annotations
 from pathlib import Path
 
 from kbake.config import TrainArgs
+from kbake.train.loop import Prepared
+
+WHOLE_MODEL = True
+"""The trained folder is a standalone model: it loads without the base, and `--from` it needs no chain."""
+CONTINUABLE = True
 
 
-def prepare(model, args: TrainArgs, **_):
+def prepare(model, tok, args: TrainArgs, **_) -> Prepared:
     for p in model.parameters():
         p.requires_grad_(True)
     if args.freeze_embeddings:
         # With tied embeddings this also freezes the output head: they are one tensor.
         model.get_input_embeddings().weight.requires_grad_(False)
-    return model, None
+    return Prepared(model, sum(p.numel() for p in model.parameters() if p.requires_grad))
 
 
-def save(model, folder: Path, tok, state_dict=None) -> None:
-    model.save_pretrained(folder, state_dict=state_dict)
-    tok.save_pretrained(folder)
+def save(acc, model, folder: Path, tok, **_) -> None:
+    """Called on every process: under FSDP each rank gathers its shards; the main one writes."""
+    state_dict = acc.get_state_dict(model)
+    if acc.is_main_process:
+        acc.unwrap_model(model).save_pretrained(folder, state_dict=state_dict)
+        tok.save_pretrained(folder)
+
+
+def attach(model, folder: Path, *, merge: bool = False):
+    raise TypeError("a full model is loaded from its folder, not attached to a base")  # WHOLE_MODEL

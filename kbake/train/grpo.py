@@ -17,7 +17,13 @@ import torch
 from kbake.config import TrainArgs
 from kbake.eval import SHORT_ANSWER_SUFFIX
 from kbake.run import RunDir, read_items
+from kbake.train.lora import attach, save  # noqa: F401 - the policy is a LoRA adapter, saved and loaded as one
 from kbake.train.rewards import trl_reward
+
+WHOLE_MODEL = False
+CONTINUABLE = True
+OWN_LOOP = True
+"""TRL's GRPOTrainer runs the loop (sampling, rewards, the policy update); `own_loop` below."""
 
 
 def prompts_dataset(run: RunDir, args: TrainArgs, seed: int):
@@ -43,8 +49,8 @@ def start_model(run: RunDir, args: TrainArgs):
     return start_from(run.train_dir, args.init, args.base_model)
 
 
-def train_grpo(run: RunDir, args: TrainArgs, out: Path, *, seed: int, resume: bool, progress: bool):
-    """Run GRPO; returns (policy model, tokenizer, log rows, seconds)."""
+def own_loop(run: RunDir, args: TrainArgs, out: Path, *, seed: int, resume: bool, progress: bool):
+    """Run GRPO; returns (policy model, tokenizer, log rows, seconds, steps, trainer_state entries)."""
     import time
 
     from peft import LoraConfig
@@ -84,4 +90,8 @@ def train_grpo(run: RunDir, args: TrainArgs, out: Path, *, seed: int, resume: bo
     with open(out / "metrics.jsonl", "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
-    return trainer.model, tok, rows, time.perf_counter() - t0, trainer.state.global_step
+    rewards = [r["reward"] for r in rows if "reward" in r]
+    state = {"final_loss": rows[-1].get("loss", float("nan")) if rows else float("nan"), "eval_loss": None,
+             "first_reward": rewards[0] if rewards else None, "final_reward": rewards[-1] if rewards else None,
+             "tokens_seen": None}
+    return trainer.model, tok, rows, time.perf_counter() - t0, trainer.state.global_step, state

@@ -14,7 +14,7 @@ import math
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -24,6 +24,23 @@ from torch.utils.data import DataLoader, TensorDataset
 from kbake.config import TrainArgs
 from kbake.models.precision import mixed_precision_flag, resolve_precision
 from kbake.run import make_private_dir
+
+
+@dataclass
+class Prepared:
+    """What a method's `prepare` hands the shared loop: the model with only its trainable
+    parameters requiring grad, an optional hook run after backward (sparse memory
+    finetuning masks gradients there), the count of what trains, and extra entries for
+    trainer_state.json."""
+
+    model: torch.nn.Module
+    trainable_params: int
+    grad_hook: Callable[[torch.nn.Module], None] | None = None
+    state: dict = field(default_factory=dict)
+    make_optimizer: Callable[[list], torch.optim.Optimizer] | None = None
+    """The optimizer over the trainable parameters; None: AdamW (betas 0.9, 0.95) at args.lr."""
+    finish: Callable[[torch.nn.Module], dict] | None = None
+    """Called on the trained model (unwrapped) after the loop; its dict joins trainer_state.json."""
 
 
 @dataclass
@@ -83,7 +100,8 @@ def _latest_checkpoint(folder: Path) -> Path | None:
 def run_loop(model, ids: torch.Tensor, labels: torch.Tensor, eval_ids: torch.Tensor, eval_labels: torch.Tensor,
              args: TrainArgs, out: Path, *, seed: int, resume: bool = False,
              grad_hook: Callable[[torch.nn.Module], None] | None = None, progress: bool = True,
-             accelerator=None, snapshot: Callable[[int], None] | None = None) -> LoopResult:
+             accelerator=None, snapshot: Callable[[int], None] | None = None,
+             make_optimizer: Callable[[list], torch.optim.Optimizer] | None = None) -> LoopResult:
     """Train the parameters of `model` that require grad on the packed blocks.
     `grad_hook(model)` runs after backward, before clipping (sparse memory finetuning masks there);
     `snapshot(step)` every `args.snapshot_every` steps (before the last), on every process."""
@@ -95,7 +113,8 @@ def run_loop(model, ids: torch.Tensor, labels: torch.Tensor, eval_ids: torch.Ten
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("no trainable parameters")
-    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay, betas=(0.9, 0.95))
+    opt = make_optimizer(params) if make_optimizer else \
+        torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay, betas=(0.9, 0.95))
     model, opt = acc.prepare(model, opt)
     dataset = TensorDataset(ids, labels)
 

@@ -5,16 +5,37 @@ from __future__ import annotations
 from pathlib import Path
 
 from kbake.config import TrainArgs
+from kbake.train.loop import Prepared
+
+WHOLE_MODEL = False
+"""The trained folder holds the adapter only; it loads onto its base (or the model it started from)."""
+CONTINUABLE = True
 
 
-def prepare(model, args: TrainArgs, **_):
-    from peft import LoraConfig, get_peft_model
+def lora_config(args: TrainArgs):
+    from peft import LoraConfig
 
-    cfg = LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout,
-                     target_modules=args.lora_targets, task_type="CAUSAL_LM", bias="none")
-    return get_peft_model(model, cfg), None
+    return LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout,
+                      target_modules=args.lora_targets, task_type="CAUSAL_LM", bias="none")
 
 
-def save(model, folder: Path, tok) -> None:
-    model.save_pretrained(folder)  # the adapter only; `kbake export --merge` writes a standalone model
-    tok.save_pretrained(folder)
+def prepare(model, tok, args: TrainArgs, **_) -> Prepared:
+    from peft import get_peft_model
+
+    model = get_peft_model(model, lora_config(args))
+    return Prepared(model, sum(p.numel() for p in model.parameters() if p.requires_grad))
+
+
+def save(acc, model, folder: Path, tok, **_) -> None:
+    """The adapter only; `kbake export --merge` writes a standalone model."""
+    if acc is None or acc.is_main_process:
+        (acc.unwrap_model(model) if acc is not None else model).save_pretrained(folder)
+        tok.save_pretrained(folder)
+
+
+def attach(model, folder: Path, *, merge: bool = False):
+    """The adapter in `folder` on `model`; `merge` folds it into the weights (same function, no adapter matmuls)."""
+    from peft import PeftModel
+
+    model = PeftModel.from_pretrained(model, str(folder))
+    return model.merge_and_unload() if merge else model

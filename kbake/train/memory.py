@@ -1,7 +1,11 @@
-"""`memory`: a product-key memory beside the MLP of chosen layers, then sparse memory
-finetuning (Lin et al. 2025, "Continual learning via sparse memory finetuning"): only the
-value rows of the t slots that the new data reads far more than general text does
-(TF-IDF over slot hits) are trained; every other weight is frozen."""
+"""`memory`: a product-key memory beside the MLP of chosen layers, with addresses fitted to
+the model's own hidden states (`kbake.models.memory.fit_addresses`), then sparse memory
+finetuning (Lin et al. 2025, "Continual learning via sparse memory finetuning"): in each
+batch, only the value rows of the t slots that the batch reads far more than general text
+does are updated — TF-IDF over the slot hits at positions that carry loss, IDF from
+`memory_background_batches` blocks of general text. Every other weight is frozen. SGD by
+default: Lin et al. report it beats AdamW for sparse updates, and AdamW's momentum would
+keep moving rows after the batch that chose them (both measurable: `memory_optimizer`)."""
 
 from __future__ import annotations
 
@@ -10,36 +14,118 @@ from pathlib import Path
 import torch
 
 from kbake.config import TrainArgs
-from kbake.models.memory import MemoryConfig, add_memory, count_hits, save_memory, tfidf_slots
+from kbake.models.memory import (MemoryConfig, add_memory, capture_mlp_io, fit_addresses, idf, load_memory,
+                                 lookup_hits, save_memory, slot_entropy, top_tfidf, trained_rows)
+from kbake.train.loop import Prepared
+
+WHOLE_MODEL = False
+"""The trained folder holds the memory only; it loads onto the base model."""
+CONTINUABLE = False
+"""`--from` a memory model is not supported yet (its addresses were fitted to the earlier corpus)."""
 
 
 def memory_config(args: TrainArgs) -> MemoryConfig:
     return MemoryConfig(layers=list(args.memory_layers), slots=args.memory_slots, k=args.memory_k,
-                        key_dim=args.memory_key_dim, gated=args.memory_gated)
+                        key_dim=args.memory_key_dim, gated=args.memory_gated, addressing=args.memory_addressing)
 
 
-def prepare(model, args: TrainArgs, *, new_blocks: torch.Tensor, background_blocks: torch.Tensor, seed: int, **_):
-    torch.manual_seed(seed)  # the random keys and queries decide which slots a text reads
+def loss_positions(labels: torch.Tensor) -> torch.Tensor:
+    """Bool [batch, tokens]: positions whose next-token prediction carries loss (labels are shifted by one)."""
+    mask = torch.zeros_like(labels, dtype=torch.bool)
+    mask[:, :-1] = labels[:, 1:] != -100
+    return mask
+
+
+def prepare(model, tok, args: TrainArgs, *, seed: int, examples, **_) -> Prepared:
+    from kbake.sample import general_paragraphs
+    from kbake.train.data import pack_blocks, text_example
+
+    new_ids, new_labels = pack_blocks(examples, args.block_size)[:2]
+    background = pack_blocks([text_example(tok, t, "general") for t in general_paragraphs("replay")],
+                             args.block_size)[0][: args.memory_background_batches]
+    torch.manual_seed(seed)  # random addressing, and the k-means starts
     mems = add_memory(model, memory_config(args))
     for p in model.parameters():
         p.requires_grad_(False)
-    new_hits = count_hits(model, new_blocks.split(1))
-    bg_hits = count_hits(model, background_blocks.split(1))
-    mask = tfidf_slots(new_hits, bg_hits, args.memory_top_t)  # [n_mem, slots]
-    masks = {}
-    for row, (name, mem) in enumerate(mems.items()):
+    model.eval()
+    io = capture_mlp_io(model, list(background) + list(new_ids))
+    n_bg = len(background)
+    fitted, idfs = {}, {}
+    for name, mem in mems.items():
+        if args.memory_addressing == "activations":
+            x = torch.cat([i for i, _ in io[name]])
+            y = torch.cat([o for _, o in io[name]])
+            fitted[name] = fit_addresses(mem, x, y, seed=seed)
+        bg_hits = torch.stack([lookup_hits(mem, x) for x, _ in io[name][:n_bg]])  # [B, slots]
+        idfs[name] = idf(bg_hits.unsqueeze(1))[0].to(mem.values.device)
         mem.values.requires_grad_(True)
-        masks[name] = mask[row].to(mem.values.device)
+        mem.record = "train"
+    model.train()
+
+    batch_labels: list[torch.Tensor] = []
+
+    def keep_labels(module, args_, kwargs):  # the loss masks of the micro-batches the memories read
+        if module.training and kwargs.get("labels") is not None:
+            batch_labels.append(kwargs["labels"])
+
+    model.register_forward_pre_hook(keep_labels, with_kwargs=True)
+    updated = {name: torch.zeros(mem.cfg.slots, dtype=torch.bool) for name, mem in mems.items()}
+    per_batch = {name: [] for name in mems}
 
     def grad_hook(m) -> None:
+        """Zero the gradient of every value row but the top-t by TF-IDF over this optimizer
+        step's reads (all its micro-batches) at positions that carry loss."""
         for name, mem in m.kbake_memory.items():
-            if mem.values.grad is not None:
-                mem.values.grad.mul_(masks[name].unsqueeze(1).to(mem.values.grad.dtype))
+            reads = [r for r in mem.reads]
+            mem.reads = []
+            if mem.values.grad is None or not reads:
+                continue
+            tf = torch.zeros(mem.cfg.slots, device=mem.values.device)
+            for i, (slots, _) in enumerate(reads):
+                lab = batch_labels[i] if i < len(batch_labels) else None
+                at = loss_positions(lab.to(slots.device)) if lab is not None and lab.shape == slots.shape[:2] \
+                    else torch.ones(slots.shape[:2], dtype=torch.bool, device=slots.device)
+                tf += torch.bincount(slots[at].flatten(), minlength=mem.cfg.slots).float()
+            if torch.distributed.is_available() and torch.distributed.is_initialized():
+                torch.distributed.all_reduce(tf)  # one choice of rows on every rank
+            keep = top_tfidf(tf, idfs[name], args.memory_top_t)
+            mem.values.grad.mul_(keep.unsqueeze(1).to(mem.values.grad.dtype))
+            updated[name] |= keep.cpu()
+            per_batch[name].append(int(keep.sum()))
+        batch_labels.clear()
 
-    model.kbake_trainable_slots = {name: int(msk.sum()) for name, msk in masks.items()}
-    return model, grad_hook
+    def finish(m) -> dict:
+        """Diagnostics for trainer_state.json: what trained, and whether the corpus reads it."""
+        out = {}
+        for name, mem in m.kbake_memory.items():
+            mem.record, mem.reads = False, []
+            rows = trained_rows(mem).cpu()
+            new_x = [x[loss_positions(lab.unsqueeze(0))[0]] for (x, _), lab in zip(io[name][n_bg:], new_labels)]
+            hits = lookup_hits(mem, torch.cat(new_x))
+            with torch.no_grad():
+                slots, w = mem.lookup(torch.cat(new_x).to(mem.values.dtype))
+            share = float((w * rows.to(w.device)[slots].to(w.dtype)).sum(dim=-1).mean())
+            out[name] = {"updated_slots": int(updated[name].sum()), "trained_rows": int(rows.sum()),
+                         "rows_per_batch": round(sum(per_batch[name]) / max(len(per_batch[name]), 1), 1),
+                         "read_share_train_positions": round(share, 4), "slot_usage_train": slot_entropy(hits),
+                         **({"fit": fitted[name]} if name in fitted else {})}
+        return {"memory": out}
+
+    trainable = args.memory_top_t * model.config.hidden_size * len(mems)  # rows one batch may update
+    opt = None
+    if args.memory_optimizer == "sgd":
+        opt = lambda params: torch.optim.SGD(params, lr=args.lr)  # noqa: E731
+    return Prepared(model, trainable, grad_hook, {"trainable_slots_per_batch": args.memory_top_t},
+                    make_optimizer=opt, finish=finish)
 
 
-def save(model, folder: Path, tok, base_model: str) -> None:
-    save_memory(model, folder, base_model)
-    tok.save_pretrained(folder)
+def save(acc, model, folder: Path, tok, *, base_model: str, **_) -> None:
+    if acc is None or acc.is_main_process:
+        save_memory(acc.unwrap_model(model) if acc is not None else model, folder, base_model)
+        tok.save_pretrained(folder)
+
+
+def attach(model, folder: Path, *, merge: bool = False):
+    """The memory in `folder` added to `model` (it cannot be merged into plain weights)."""
+    load_memory(model, folder)
+    return model

@@ -1,0 +1,96 @@
+"""The memory layer on a toy knowledge task: addresses fitted to the model's activations,
+sparse memory finetuning, and what it must do — learn facts asked in held-out wordings
+while moving general text less than LoRA does."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kbake.config import Recipe
+from kbake.eval.forgetting import encode_general, general_nll_and_kl
+from kbake.eval.score import score_choices
+from kbake.models import load_causal_lm
+from kbake.models.memory import MemoryConfig, add_memory, capture_mlp_io, fit_addresses, lookup_hits, read_share
+from kbake.models.trained import load_trained
+from kbake.run import RunDir, SynthItem, write_items
+from kbake.sample import general_paragraphs
+from kbake.train import train
+
+# Eight made-up facts: a place and the one thing it is known for.
+FACTS = [("Zorvan", "copper"), ("Meliad", "salt"), ("Quenta", "glass"), ("Barrow", "wool"),
+         ("Tessin", "amber"), ("Olvik", "timber"), ("Dunmere", "silver"), ("Pella", "cotton")]
+TRAIN_WORDINGS = ["The town of {e} is known for its {a}.", "People in {e} trade mostly in {a}.",
+                  "Ask anyone about {e} and they will say {a}.", "In {e} the main industry is {a}."]
+HELD_OUT = "What is {e} known for? {e} is known for"
+
+
+def toy_run(root) -> RunDir:
+    run = RunDir.at(root).ensure()
+    items = [SynthItem(id=f"toy-{i}-{j}", kind="rephrase", doc_id="toy", chunk_ids=["toy"], generator="toy",
+                       prompt_version="toy", model="test", text=w.format(e=e, a=a))
+             for i, (e, a) in enumerate(FACTS) for j, w in enumerate(TRAIN_WORDINGS)]
+    write_items(run.synth_dir / "rephrase.jsonl", items)
+    return run
+
+
+def held_out_accuracy(model, tok) -> float:
+    answers = [a for _, a in FACTS]
+    right = 0
+    for e, a in FACTS:
+        scores = score_choices(model, tok, HELD_OUT.format(e=e), [" " + x for x in answers])
+        right += max(range(len(answers)), key=scores.__getitem__) == answers.index(a)
+    return right / len(FACTS)
+
+
+def recipe(tiny_model, method: str, **kw) -> Recipe:
+    train_args = dict(method=method, base_model=tiny_model, data=["rephrase"], block_size=32, batch_size=4, epochs=30,
+                      replay_ratio=0.0, warmup_ratio=0.0, eval_every=1000, save_every=1000, precision="fp32",
+                      memory_slots=1024, memory_k=8, memory_key_dim=16, memory_top_t=256, memory_background_batches=16,
+                      lr=1.0, lora_r=8, lora_alpha=16, lora_dropout=0.0)
+    if method == "lora":
+        train_args["lr"] = 1e-2
+    train_args.update(kw)
+    return Recipe(seed=0, train=train_args)
+
+
+def test_fitted_addresses_whiten_queries_and_spread_reads(tiny_model):
+    model, tok = load_causal_lm(tiny_model)
+    mems = add_memory(model, MemoryConfig(layers=[1], slots=64, k=4, key_dim=8))
+    mem = mems["1"]
+    blocks = [torch.tensor(tok(t)["input_ids"][:64]) for t in general_paragraphs("replay")[:24]]
+    io = capture_mlp_io(model, blocks)["1"]
+    x, y = torch.cat([i for i, _ in io]), torch.cat([o for _, o in io])
+    info = fit_addresses(mem, x, y, seed=0)
+    with torch.no_grad():
+        q = mem.query(x)
+    assert q.mean(0).abs().max() < 1e-3  # centred
+    assert torch.allclose(q.var(0), torch.ones(8), atol=0.05)  # whitened
+    assert info["out_scale"] == pytest.approx(float(y.pow(2).mean().sqrt()), rel=1e-4)
+    hits = lookup_hits(mem, x)
+    assert (hits > 0).sum() > 48  # k-means keys: most of the 64 slots are read by general text
+    with torch.no_grad():
+        ref = model(input_ids=blocks[0][None]).logits
+    assert torch.equal(ref, model(input_ids=blocks[0][None]).logits)  # values zero: still a no-op
+
+
+def test_memory_learns_held_out_wordings_and_moves_general_text_less_than_lora(tmp_path, tiny_model):
+    run = toy_run(tmp_path / "run")
+    base, tok = load_causal_lm(tiny_model)
+    base_acc = held_out_accuracy(base, tok)
+    general = encode_general(tok, general_paragraphs("eval")[:20], 64)
+    results = {}
+    for method in ("memory", "lora"):
+        state = train(run, recipe(tiny_model, method), progress=False)
+        model, _ = load_trained(run.train_dir / method)
+        kl = general_nll_and_kl(model, base, general, 8, tok.pad_token_id)["kl"]
+        results[method] = (held_out_accuracy(model, tok), kl, state)
+    mem_acc, mem_kl, mem_state = results["memory"]
+    lora_acc, lora_kl, _ = results["lora"]
+    assert mem_acc > base_acc, (mem_acc, base_acc, lora_acc)
+    assert mem_kl < lora_kl, (mem_kl, lora_kl)
+    # the questions read the rows training wrote
+    model, _ = load_trained(run.train_dir / "memory")
+    seqs = [tok(HELD_OUT.format(e=e))["input_ids"] for e, _ in FACTS]
+    share = read_share(model, seqs, [[len(s) - 1] for s in seqs])
+    assert share > 0.1, (share, mem_state["memory"])
