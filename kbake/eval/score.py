@@ -57,7 +57,9 @@ def _prefill(model, prefix: list[int], reuse: tuple[list[int], object] | None = 
         if keep:
             cache.crop(keep - cache.get_seq_length())  # a negative count removes tokens, in every transformers version
             past = cache
-    out = model(input_ids=torch.tensor([prefix[keep:]], device=device), use_cache=True,
+    # Only the last position's logits are needed: logits_to_keep=1 skips the output head over
+    # the rest of the prompt (about a fifth of a 135 M model's FLOPs per token).
+    out = model(input_ids=torch.tensor([prefix[keep:]], device=device), use_cache=True, logits_to_keep=1,
                 **({CACHE_KW: past} if past is not None else {}))
     return out.logits[0, -1].float().log_softmax(-1).cpu(), getattr(out, CACHE_KW)
 
@@ -126,7 +128,8 @@ def score_batched(model, prefixes: list[list[int]], opts: list[list[list[int]]],
             ids[r, width_p - lens[r] :] = torch.tensor(prefixes[i])
             mask[r, width_p - lens[r] :] = 1
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        res = model(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=pos.to(device), use_cache=True)
+        res = model(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=pos.to(device), use_cache=True,
+                    logits_to_keep=1)
         first = res.logits[:, -1].float().log_softmax(-1).cpu()
         past = getattr(res, CACHE_KW)
         rows = [(r, o) for r, i in enumerate(group) for o in opts[i]]
