@@ -38,6 +38,7 @@ def tiny_recipe(tiny_model, method: str, **train) -> Recipe:
                 warmup_ratio=0.0, eval_every=5, save_every=1000, replay_ratio=0.1, memory_slots=256, memory_k=8,
                 memory_key_dim=16, memory_top_t=64, memory_background_batches=8)
     if method == "memory":
-        base["lr"] = 5e-2
+        # The tiny model's MLP outputs are ~1e-3 (init 0.02), and so is the memory's read-out scale.
+        base.update(lr=20.0, memory_optimizer="adamw")
     base.update(train)
     return Recipe(seed=0, train=base)
