@@ -205,6 +205,8 @@ def read_pdf(path: Path) -> str:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
+    # pypdf opens the file and says why it cannot be read (encrypted, corrupt, no pages);
+    # the text comes from pdfplumber's word positions, and from pypdf only where pdfplumber fails.
     try:
         reader = PdfReader(str(path))
         if reader.is_encrypted:
@@ -214,23 +216,29 @@ def read_pdf(path: Path) -> str:
                 ok = 0
             if not ok:
                 raise ReadError("encrypted PDF (needs a password)")
-        pages = [page.extract_text() or "" for page in reader.pages]
+        n_pages = len(reader.pages)
     except ReadError:
         raise
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError, RecursionError) as e:
-        raise ReadError(f"corrupt PDF ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else 'unreadable'})") from None
-    if not pages:
+        raise ReadError(_corrupt(e)) from None
+    if not n_pages:
         raise ReadError("PDF has no pages")
-    if not any(p.strip() for p in pages):
-        raise ReadError("image-only PDF (no text layer; run OCR first)")
     blocks = _pdf_blocks(path, "")
     if blocks is None:
+        try:
+            pages = [page.extract_text() or "" for page in reader.pages]
+        except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError, RecursionError) as e:
+            raise ReadError(_corrupt(e)) from None
         text = normalize_paragraphs("\n\n".join(drop_page_furniture(pages)))
     else:
         text = normalize_paragraphs("\n\n".join(blocks))
     if not text:
         raise ReadError("image-only PDF (no text layer; run OCR first)")
     return text
+
+
+def _corrupt(e: Exception) -> str:
+    return f"corrupt PDF ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else 'unreadable'})"
 
 
 _CHECK_BOX = re.compile("[☐☒☑□■]")
