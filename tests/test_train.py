@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from kbake.models import load_causal_lm, load_tokenizer
-from kbake.models.memory import MemoryConfig, add_memory, load_memory, save_memory, tfidf_slots
+from kbake.models.memory import MemoryConfig, add_memory, idf, load_memory, save_memory, top_tfidf
 from kbake.models.trained import export_merged, load_trained
 from kbake.run import RunDir
 from kbake.train import TrainError, train
@@ -156,7 +156,7 @@ def test_tfidf_prefers_slots_the_new_data_reads_and_general_text_does_not():
     new[:, 0, 4] = 1
     bg = torch.zeros(8, 1, 10, dtype=torch.long)
     bg[:, 0, 2] = 9
-    mask = tfidf_slots(new, bg, top_t=2)
+    mask = top_tfidf(new.sum(dim=0).float(), idf(bg), top_t=2)
     assert mask[0].nonzero().flatten().tolist() == [4, 7]
 
 

@@ -203,7 +203,6 @@ def read_pdf(path: Path) -> str:
     """A PDF's text as a reader sees it: running headers and footers dropped, paragraphs kept
     apart, and each table row written with its line item and column headers."""
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
 
     # pypdf opens the file and says why it cannot be read (encrypted, corrupt, no pages);
     # the text comes from pdfplumber's word positions, and from pypdf only where pdfplumber fails.
@@ -219,7 +218,7 @@ def read_pdf(path: Path) -> str:
         n_pages = len(reader.pages)
     except ReadError:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError, RecursionError) as e:
+    except _pdf_errors() as e:
         raise ReadError(_corrupt(e)) from None
     if not n_pages:
         raise ReadError("PDF has no pages")
@@ -227,7 +226,7 @@ def read_pdf(path: Path) -> str:
     if blocks is None:
         try:
             pages = [page.extract_text() or "" for page in reader.pages]
-        except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError, RecursionError) as e:
+        except _pdf_errors() as e:
             raise ReadError(_corrupt(e)) from None
         text = normalize_paragraphs("\n\n".join(drop_page_furniture(pages)))
     else:
@@ -235,6 +234,13 @@ def read_pdf(path: Path) -> str:
     if not text:
         raise ReadError("image-only PDF (no text layer; run OCR first)")
     return text
+
+
+def _pdf_errors() -> tuple[type[Exception], ...]:
+    """What pypdf raises on a malformed file (it has no one base class for it)."""
+    from pypdf.errors import PdfReadError
+
+    return (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError, RecursionError)
 
 
 def _corrupt(e: Exception) -> str:

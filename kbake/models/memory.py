@@ -303,24 +303,18 @@ def lookup_hits(mem: ProductKeyMemory, vectors: torch.Tensor) -> torch.Tensor:
     return torch.bincount(slots.flatten().cpu(), minlength=mem.cfg.slots)
 
 
-def tfidf_slots(new_hits: torch.Tensor, background_hits: torch.Tensor, top_t: int) -> torch.Tensor:
-    """Sparse memory finetuning (Lin et al. 2025): rank slots by TF-IDF, where TF is how often
-    the new data reads a slot and IDF = log((B + 1) / (df + 1)), df the number of the B
-    background (general-text) batches that read it at all. Returns a bool mask
-    [n_memories, slots] of the top-t slots per memory: the only rows of V that will train."""
-    tf = new_hits.sum(dim=0).float()  # [n_mem, slots]
-    return top_tfidf(tf, idf(background_hits), top_t)
-
-
 def idf(background_hits: torch.Tensor) -> torch.Tensor:
-    """IDF = log((B + 1) / (df + 1)) per memory and slot, from hits [B, n_mem, slots]."""
+    """Sparse memory finetuning (Lin et al. 2025) weighs a slot's hits (TF) by IDF =
+    log((B + 1) / (df + 1)), df the number of the B background (general-text) blocks that
+    read it at all: from hits [B, ..., slots], one IDF per slot."""
     n_bg = background_hits.shape[0]
     df = (background_hits > 0).sum(dim=0).float()
     return torch.log((n_bg + 1) / (df + 1))
 
 
 def top_tfidf(tf: torch.Tensor, idf_: torch.Tensor, top_t: int) -> torch.Tensor:
-    """Bool mask [..., slots] of the top-t slots by tf·idf among those read at all (tf > 0)."""
+    """Bool mask [..., slots] of the top-t slots by tf·idf among those read at all (tf > 0):
+    the only value rows that train this step."""
     score = tf * idf_
     score[tf == 0] = -1.0  # a slot the new data never reads cannot help it
     mask = torch.zeros_like(score, dtype=torch.bool)

@@ -57,9 +57,14 @@ def prepare(model, tok, args: TrainArgs, *, seed: int, examples, **_) -> Prepare
             y = torch.cat([o for _, o in io[name]])
             fitted[name] = fit_addresses(mem, x, y, seed=seed)
         bg_hits = torch.stack([lookup_hits(mem, x) for x, _ in io[name][:n_bg]])  # [B, slots]
-        idfs[name] = idf(bg_hits.unsqueeze(1))[0].to(mem.values.device)
+        idfs[name] = idf(bg_hits).to(mem.values.device)
         mem.values.requires_grad_(True)
         mem.record = "train"
+    # The new corpus's layer inputs at positions that carry loss: what `finish` measures the
+    # trained rows against (kept alone, so the rest of the capture can be freed).
+    train_x = {name: torch.cat([x[loss_positions(lab.unsqueeze(0))[0]] for (x, _), lab in zip(io[name][n_bg:], new_labels)])
+               for name in mems}
+    del io
     model.train()
 
     batch_labels: list[torch.Tensor] = []
@@ -76,8 +81,7 @@ def prepare(model, tok, args: TrainArgs, *, seed: int, examples, **_) -> Prepare
         """Zero the gradient of every value row but the top-t by TF-IDF over this optimizer
         step's reads (all its micro-batches) at positions that carry loss."""
         for name, mem in m.kbake_memory.items():
-            reads = [r for r in mem.reads]
-            mem.reads = []
+            reads, mem.reads = mem.reads, []
             if mem.values.grad is None or not reads:
                 continue
             tf = torch.zeros(mem.cfg.slots, device=mem.values.device)
@@ -99,12 +103,11 @@ def prepare(model, tok, args: TrainArgs, *, seed: int, examples, **_) -> Prepare
         out = {}
         for name, mem in m.kbake_memory.items():
             mem.record, mem.reads = False, []
-            rows = trained_rows(mem).cpu()
-            new_x = [x[loss_positions(lab.unsqueeze(0))[0]] for (x, _), lab in zip(io[name][n_bg:], new_labels)]
-            hits = lookup_hits(mem, torch.cat(new_x))
+            rows = trained_rows(mem)
             with torch.no_grad():
-                slots, w = mem.lookup(torch.cat(new_x).to(mem.values.dtype))
-            share = float((w * rows.to(w.device)[slots].to(w.dtype)).sum(dim=-1).mean())
+                slots, w = mem.lookup(train_x[name].to(mem.values.dtype))
+            share = float((w * rows[slots].to(w.dtype)).sum(dim=-1).mean())
+            hits = torch.bincount(slots.flatten().cpu(), minlength=mem.cfg.slots)
             out[name] = {"updated_slots": int(updated[name].sum()), "trained_rows": int(rows.sum()),
                          "rows_per_batch": round(sum(per_batch[name]) / max(len(per_batch[name]), 1), 1),
                          "read_share_train_positions": round(share, 4), "slot_usage_train": slot_entropy(hits),
