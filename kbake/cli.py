@@ -243,7 +243,7 @@ def probes(
 @app.command()
 def train(
     run: Path = typer.Option(..., "--run", "-r", help=RUN_HELP),
-    method: Optional[str] = typer.Option(None, help="full | lora | memory | grpo."),
+    method: Optional[str] = typer.Option(None, help="full | lora | tiny | memory | grpo."),
     init: Optional[str] = typer.Option(None, "--from", "--init", help="Start from RUN/train/NAME (a full or lora model). full/lora: an incremental re-bake on the documents ingested since NAME was trained, with train.from_replay of the earlier corpus; grpo: RL on top of NAME."),
     name: Optional[str] = typer.Option(None, help="Folder under RUN/train/ (default: the method)."),
     data: Optional[str] = typer.Option(None, help="Comma-separated corpora: qa,rephrase,entigraph,changes,raw."),
@@ -255,8 +255,9 @@ def train(
 ):
     """Train the synthetic corpus into a model: RUN/train/NAME/ (model, metrics.jsonl, trainer_state.json).
 
-    full: all weights; lora: peft adapters; memory: a product-key memory layer with sparse
-    memory finetuning. One loop for all: packing, replay of general text, gradient
+    full: all weights; lora: peft adapters; tiny: TinyLoRA, a few trainable numbers on frozen
+    SVD bases; memory: a product-key memory layer with sparse memory finetuning; grpo:
+    reinforcement learning in an environment (qa or lookup). One loop for all: packing, replay of general text, gradient
     accumulation, warm-up + cosine LR, eval loss, checkpoints (--resume). Runs unchanged
     under `accelerate launch` (DDP/FSDP).
     """

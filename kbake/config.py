@@ -141,9 +141,10 @@ class ProbesArgs(LLMArgs):
 class TrainArgs(StageArgs):
     """Options of `kbake train`: one shared loop for full, LoRA and memory finetuning."""
 
-    method: Literal["full", "lora", "memory", "grpo"] = "lora"
-    """full: all weights; lora: peft LoRA adapters; memory: product-key memory + sparse memory finetuning;
-    grpo: reinforcement learning with verifiable rewards (TRL GRPOTrainer) on a LoRA adapter."""
+    method: Literal["full", "lora", "tiny", "memory", "grpo"] = "lora"
+    """full: all weights; lora: peft LoRA adapters; tiny: TinyLoRA, a few trainable numbers (`tiny_params`);
+    memory: product-key memory + sparse memory finetuning; grpo: reinforcement learning with verifiable
+    rewards (TRL GRPOTrainer) on a LoRA or tiny adapter (`grpo_adapter`), in an environment (`grpo_env`)."""
     init: str | None = None
     """Start from a model trained earlier (RUN/train/<name>, full or lora) instead of base_model: `kbake train
     --from NAME`. full/lora then train on the documents ingested since NAME was trained (an incremental
@@ -205,6 +206,15 @@ class TrainArgs(StageArgs):
     """LoRA dropout."""
     lora_targets: str | list[str] = "all-linear"
     """LoRA target modules: 'all-linear' or a list of module names."""
+    tiny_params: int = Field(16, ge=1, le=65536)
+    """TinyLoRA: trainable numbers per tie group (the vector v that mixes the fixed random r x r matrices)."""
+    tiny_rank: int = Field(2, ge=1, le=256)
+    """TinyLoRA: rank r of the frozen truncated SVD of each adapted weight."""
+    tiny_tie: Literal["all", "layer", "module"] = "all"
+    """TinyLoRA: which layers share one vector: all (trainable = tiny_params), layer (x decoder layers),
+    module (x adapted linear layers)."""
+    tiny_targets: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    """TinyLoRA: names of the linear layers adapted."""
     memory_layers: list[int] = []
     """Decoder layers that get a memory branch, Python-style (-1 is the last); [] means the middle layer."""
     memory_slots: int = Field(16384, ge=4)
@@ -236,6 +246,15 @@ class TrainArgs(StageArgs):
     """Rewards (exact_match, f1, numeric, format, length) and their weights."""
     grpo_prompts: int | None = Field(None, ge=1)
     """Use at most this many QA pairs as prompts (None: all)."""
+    grpo_adapter: Literal["lora", "tiny"] = "lora"
+    """The policy's trainable part: a LoRA adapter (lora_r, ...) or a TinyLoRA vector (tiny_params, ...)."""
+    grpo_env: Literal["qa", "lookup"] = "qa"
+    """Environment (kbake/train/environments.py): qa, a single-turn answer to a synthetic question; lookup,
+    the model may first write `lookup: <query>` and gets the run's best-matching chunk before answering."""
+    grpo_lookup_cost: float = Field(0.1, ge=0.0)
+    """lookup: reward subtracted when the model looked up, so it learns to retrieve only when it helps."""
+    grpo_lookup_chars: int = Field(400, ge=50)
+    """lookup: characters of the retrieved chunk shown to the model."""
     grpo_use_vllm: bool = False
     """Generate completions with vLLM (TRL colocate mode); needs vllm installed and a GPU."""
 

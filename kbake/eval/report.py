@@ -295,7 +295,7 @@ def _plots(metrics: dict) -> dict[str, bytes]:
     key, _ = learning_key(metrics)
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=110)
     ax.scatter([0], [0], color="black", zorder=4, label="base")
-    colors = {"full": "tab:red", "lora": "tab:blue", "memory": "tab:green", "grpo": "tab:purple"}
+    colors = {"full": "tab:red", "lora": "tab:blue", "memory": "tab:green", "grpo": "tab:purple", "tiny": "tab:brown"}
     markers = iter("os^Dv<>ph*")
     for m in models[1:]:
         pts = [p for p in m.get("trajectory") or [] if p.get("learning") and p.get("general_eval")]

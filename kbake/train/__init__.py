@@ -17,11 +17,11 @@ import torch
 from kbake.config import Recipe, TrainArgs, save_resolved
 from kbake.run import RunDir, atomic_write_json, make_private_dir, provenance, save_stage
 from kbake.models.precision import resolve_precision
-from kbake.train import full, grpo, lora, memory
+from kbake.train import full, grpo, lora, memory, tiny
 from kbake.train.data import build_blocks, ingest_rounds, load_examples, rebake_examples
 from kbake.train.loop import run_loop
 
-METHODS = {"full": full, "lora": lora, "memory": memory, "grpo": grpo}
+METHODS = {"full": full, "lora": lora, "tiny": tiny, "memory": memory, "grpo": grpo}
 """Each method is one module behind one interface (`train` below says which)."""
 
 

@@ -1,0 +1,37 @@
+"""`tiny`: TinyLoRA (Morris et al. 2026), a LoRA-XS update U Σ (Σᵢ vᵢ Pᵢ) Vᵀ on the frozen SVD
+bases of each weight, whose only trainable numbers are the vector v (`tiny_params` per tie
+group): kbake/models/tiny_lora.py. Usable for SFT here and for GRPO (`grpo_adapter: tiny`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbake.config import TrainArgs
+from kbake.models.tiny_lora import TinyConfig, apply_tiny_lora, load_tiny, save_tiny
+from kbake.train.loop import Prepared
+
+WHOLE_MODEL = False
+"""The trained folder holds the vectors and their frozen bases; it loads onto its base."""
+CONTINUABLE = True
+
+
+def tiny_config(args: TrainArgs, seed: int) -> TinyConfig:
+    return TinyConfig(params=args.tiny_params, rank=args.tiny_rank, tie=args.tiny_tie,
+                      targets=list(args.tiny_targets), seed=seed)
+
+
+def prepare(model, tok, args: TrainArgs, *, seed: int = 0, **_) -> Prepared:
+    vectors = apply_tiny_lora(model, tiny_config(args, seed))
+    n = sum(v.numel() for v in vectors.values())
+    return Prepared(model, n, state={"tiny": {"groups": len(vectors), "params_per_group": args.tiny_params,
+                                              "rank": args.tiny_rank, "tie": args.tiny_tie}})
+
+
+def save(acc, model, folder: Path, tok, **_) -> None:
+    if acc is None or acc.is_main_process:
+        save_tiny(acc.unwrap_model(model) if acc is not None else model, folder)
+        tok.save_pretrained(folder)
+
+
+def attach(model, folder: Path, *, merge: bool = False):
+    return load_tiny(model, folder, merge=merge)
