@@ -303,3 +303,26 @@ def test_batched_scoring_gives_the_same_scores(tiny_model):
         assert len(g) == len(o)
         for (a, n), (b, m) in zip(g, score_separately(model, pre, o)):
             assert n == m and a == pytest.approx(b, abs=1e-4)
+
+
+def test_sft_then_rl_is_compared_with_its_start_and_tiny_has_its_row(tmp_path, tiny_model, embedder):
+    """SFT (lora) then GRPO `--from` it, and a TinyLoRA model: the report sets the RL model
+    against the SFT model it started from (paired, with counts), and the tiny row carries
+    its exact parameter count."""
+    run = small_run(tmp_path / "run", tiny_model)
+    train(run, tiny_recipe(tiny_model, "lora", epochs=1), name="sft", progress=False)
+    train(run, tiny_recipe(tiny_model, "grpo", init="sft", max_steps=1, batch_size=2, grpo_num_generations=2,
+                           grpo_max_completion_length=4, lora_r=4, lora_alpha=8), name="sft-grpo", progress=False)
+    tiny = train(run, tiny_recipe(tiny_model, "tiny", tiny_params=7, max_steps=2), name="tiny", progress=False)
+    recipe = Recipe(eval=EvalArgs(base_model=tiny_model, general_paragraphs=2, general_questions=0, novel_passages=2,
+                                  general_eval_items=4, general_eval_sets=["arc_easy"], short_answers=False,
+                                  batch_size=8))
+    metrics = evaluate(run, recipe, progress=False, embedder=embedder)
+    by = {m["name"]: m for m in metrics["models"]}
+    assert set(by) == {"base", "sft", "sft-grpo", "tiny"}
+    vi = by["sft-grpo"]["vs_init"]["closed_book"]
+    assert vi["diff"] == pytest.approx(by["sft-grpo"]["closed_book"]["acc"] - by["sft"]["closed_book"]["acc"])
+    assert "vs_init" not in by["sft"] and by["tiny"]["trainable_params"] == tiny["trainable_params"] == 7
+    md = (run.eval_dir / "report.md").read_text()
+    assert "Against **sft**, the model it started from" in md
+    assert any(line.startswith("| tiny | tiny |") and "| 7 |" in line for line in md.splitlines())

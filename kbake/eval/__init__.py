@@ -344,6 +344,11 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
         res["vs_base"] = changes(res["_items"], base_items, probes, recipe.seed)
         res["trajectory"] = _trajectory(folder, res, data, args, precision, base_items, recipe.seed, progress)
         models.append(res)
+    by_name = {m["name"]: m for m in models}
+    for m in models[1:]:
+        start = by_name.get(Path(m["init"]).name) if m.get("init") else None
+        if start is not None:  # SFT then RL, or a re-bake: the change against the model it started from
+            m["vs_init"] = changes(m["_items"], start["_items"], probes, recipe.seed)
     for m in models:
         g = models[0]["general"]
         m["general"]["replay_ppl_change"] = m["general"]["replay_ppl"] / g["replay_ppl"] - 1

@@ -141,6 +141,18 @@ def verdicts(metrics: dict) -> list[str]:
         if vs.get("replay_ppl"):
             s += f", on the replay domain (Wikipedia) {fmt_change(vs['replay_ppl'], unit='%')}"
         s += f"; KL to the base {_num(m['general'].get('novel_kl'))} nats/token on the novel."
+        vi = m.get("vs_init") or {}
+        if vi.get(vkey):
+            ci = vi[vkey]
+            s += (f" Against **{Path(m['init']).name}**, the model it started from: {fmt_change(ci)} points on {label}"
+                  f" ({ci['gained']} gained, {ci['lost']} lost; {'beyond noise' if beyond_noise(ci) else 'within noise'})")
+            if vi.get("dev_closed_book"):
+                s += f", dev {fmt_change(vi['dev_closed_book'])}"
+            if vi.get("margin"):
+                s += f", margin {fmt_change(vi['margin'], 1, digits=3)}"
+            if vi.get("general_eval"):
+                s += f", general-eval {fmt_change(vi['general_eval'])}"
+            s += "."
         out.append(s)
     if len(models) == 1:
         out.append("Only the base model was evaluated: train a model (`kbake train`) to see learning and forgetting.")
