@@ -26,4 +26,14 @@ rows = [json.loads(l) for l in open(f"{sys.argv[1]}/train/lora/metrics.jsonl")]
 print(f"precision {state['precision']}: {sum(r['tokens_per_s'] for r in rows) / len(rows):.0f} train tokens/s "
       f"over {state['global_step']} steps ({state['train_seconds']:.0f}s)")
 PYEOF
+if "$PY" -c "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+  # SFT then GRPO at the GPU size (256 completions per step), 20 steps, from the demo's LoRA.
+  timeout 300 "$PY" -m kbake.cli train --run "$RUN" --name grpo-gpu --recipe recipes/grpo-gpu.yaml -q \
+    --set train.max_steps=20 --set train.save_every=100 || echo "gpu_check: GRPO did not finish within 300 s"
+  [ -f "$RUN/train/grpo-gpu/metrics.jsonl" ] && "$PY" - "$RUN" <<'PYEOF'
+import json, sys
+rows = [json.loads(l) for l in open(f"{sys.argv[1]}/train/grpo-gpu/metrics.jsonl")]
+print("GRPO (step, reward, kl):", [(r.get("step"), round(r.get("reward", 0), 3), r.get("kl")) for r in rows])
+PYEOF
+fi
 echo "gpu_check: $(( $(date +%s) - start ))s in all"
