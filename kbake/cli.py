@@ -358,7 +358,7 @@ def report(
 def demo(
     run: Path = typer.Option(Path("runs/demo"), "--run", "-r", help=RUN_HELP),
     fast: bool = typer.Option(False, "--fast", help="Use the synthetic corpus shipped in data/ instead of generating one."),
-    compare: bool = typer.Option(False, "--compare", help="Train every recipe of recipes/compare/ instead (LoRA with snapshots, raw-text LoRA, full, memory, GRPO, aggressive full and LoRA finetunes as forgetting controls), one model each."),
+    compare: bool = typer.Option(False, "--compare", help="Train every recipe of recipes/compare/ instead (LoRA with snapshots, raw-text LoRA, full, TinyLoRA, memory, GRPO, aggressive full and LoRA finetunes as forgetting controls), one model each."),
     compare_dir: Optional[Path] = typer.Option(None, "--compare-recipes", help="Folder of recipes for --compare (default: the packaged recipes/compare/)."),
     model: Optional[str] = typer.Option(None, help="Run everything on this model instead of the embedded default (HF id or folder)."),
     recipe: Path = typer.Option(None, "--recipe", help=RECIPE_HELP + " Default: recipes/demo.yaml."),

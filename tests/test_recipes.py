@@ -26,7 +26,7 @@ def test_compare_recipes_ship_with_the_package():
     from kbake.demo import compare_recipes
 
     names = [p.stem for p in compare_recipes()]
-    assert {"lora", "lora-raw", "full", "memory", "grpo", "full-aggressive"} <= set(names)
+    assert {"lora", "lora-raw", "full", "tiny", "memory", "grpo", "full-aggressive"} <= set(names)
 
 
 @pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.name)
