@@ -12,6 +12,7 @@ hands it to vLLM (TRL's colocate mode) where vLLM is installed, on a GPU.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import torch
@@ -83,6 +84,8 @@ def own_loop(run: RunDir, args: TrainArgs, out: Path, *, seed: int, resume: bool
             model.save_pretrained(ref)
             model.config._name_or_path = str(ref)
         tiny.prepare(model, tok, args, seed=seed)
+    if env.rollout is not None:  # rollout_func is marked experimental in TRL; kbake pins its contract in tests
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=cfg, train_dataset=ds, processing_class=tok,
                           peft_config=peft_cfg, rollout_func=env.rollout)
     t0 = time.perf_counter()
