@@ -240,6 +240,23 @@ def probes(
     typer.echo(f"wrote {counts['kept']} probes to {rd.probes} (removed: {removed})")
 
 
+def _warn_in_one_line() -> None:
+    """kbake's own warnings (an empty corpus skipped) as one yellow line, not a traceback-like block."""
+    import warnings
+
+    from kbake.train.data import EmptyCorpusWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, EmptyCorpusWarning):
+            typer.secho(f"warning: {message}", fg="yellow", err=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 @app.command()
 def train(
     run: Path = typer.Option(..., "--run", "-r", help=RUN_HELP),
@@ -269,6 +286,7 @@ def train(
     if data:
         flags["train.data"] = [d.strip() for d in data.split(",") if d.strip()]
     cfg = _recipe(recipe, set_, flags)
+    _warn_in_one_line()
     try:
         state = run_train(RunDir.at(run), cfg, name=name, resume=resume, progress=not quiet)
     except (TrainError, FileNotFoundError, ValueError) as e:
@@ -380,6 +398,7 @@ def demo(
         flags = {"ingest.tokenizer": model, "synth.llm": f"local:{model}", "train.base_model": model,
                  "eval.base_model": model}
     cfg = _recipe(recipe or _demo_recipe(), set_, flags)
+    _warn_in_one_line()
     try:
         run_demo(run, cfg, fast=fast, compare=compare, compare_dir=compare_dir, progress=not quiet)
     except (FileNotFoundError, ConfigError) as e:
