@@ -192,11 +192,11 @@ def _print_stats(rd) -> None:
     tok_name = load_manifest(rd).get("stages", {}).get("ingest", {}).get("config", {}).get("tokenizer", "default")
     st = corpus_stats(rd, load_tokenizer(tok_name))
     table = Table(title=f"synthetic corpus in {rd.synth_dir}")
-    for col in ("kind", "items", "tokens"):
+    for col in ("kind", "items", "tokens", "distinct-1", "distinct-2", "distinct-3"):
         table.add_column(col, justify="left" if col == "kind" else "right")
     for k, v in st["kinds"].items():
-        table.add_row(k, str(v["items"]), f"{v['tokens']:,}")
-    table.add_row("all", str(sum(v["items"] for v in st["kinds"].values())), f"{st['synthetic_tokens']:,}")
+        table.add_row(k, str(v["items"]), f"{v['tokens']:,}", *(f"{v[f'distinct_{n}']:.2f}" for n in (1, 2, 3)))
+    table.add_row("all", str(sum(v["items"] for v in st["kinds"].values())), f"{st['synthetic_tokens']:,}", "", "", "")
     Console().print(table)
     for d, v in st["per_doc"].items():
         typer.echo(f"  {d}: {v['source_tokens']:,} source tokens -> {v['synthetic_tokens']:,} synthetic")
