@@ -192,11 +192,11 @@ def _print_stats(rd) -> None:
     tok_name = load_manifest(rd).get("stages", {}).get("ingest", {}).get("config", {}).get("tokenizer", "default")
     st = corpus_stats(rd, load_tokenizer(tok_name))
     table = Table(title=f"synthetic corpus in {rd.synth_dir}")
-    for col in ("kind", "items", "tokens"):
+    for col in ("kind", "items", "tokens", "distinct-1", "distinct-2", "distinct-3"):
         table.add_column(col, justify="left" if col == "kind" else "right")
     for k, v in st["kinds"].items():
-        table.add_row(k, str(v["items"]), f"{v['tokens']:,}")
-    table.add_row("all", str(sum(v["items"] for v in st["kinds"].values())), f"{st['synthetic_tokens']:,}")
+        table.add_row(k, str(v["items"]), f"{v['tokens']:,}", *(f"{v[f'distinct_{n}']:.2f}" for n in (1, 2, 3)))
+    table.add_row("all", str(sum(v["items"] for v in st["kinds"].values())), f"{st['synthetic_tokens']:,}", "", "", "")
     Console().print(table)
     for d, v in st["per_doc"].items():
         typer.echo(f"  {d}: {v['source_tokens']:,} source tokens -> {v['synthetic_tokens']:,} synthetic")
@@ -240,6 +240,23 @@ def probes(
     typer.echo(f"wrote {counts['kept']} probes to {rd.probes} (removed: {removed})")
 
 
+def _warn_in_one_line() -> None:
+    """kbake's own warnings (an empty corpus skipped) as one yellow line, not a traceback-like block."""
+    import warnings
+
+    from kbake.train.data import EmptyCorpusWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, EmptyCorpusWarning):
+            typer.secho(f"warning: {message}", fg="yellow", err=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 @app.command()
 def train(
     run: Path = typer.Option(..., "--run", "-r", help=RUN_HELP),
@@ -269,6 +286,7 @@ def train(
     if data:
         flags["train.data"] = [d.strip() for d in data.split(",") if d.strip()]
     cfg = _recipe(recipe, set_, flags)
+    _warn_in_one_line()
     try:
         state = run_train(RunDir.at(run), cfg, name=name, resume=resume, progress=not quiet)
     except (TrainError, FileNotFoundError, ValueError) as e:
@@ -380,6 +398,7 @@ def demo(
         flags = {"ingest.tokenizer": model, "synth.llm": f"local:{model}", "train.base_model": model,
                  "eval.base_model": model}
     cfg = _recipe(recipe or _demo_recipe(), set_, flags)
+    _warn_in_one_line()
     try:
         run_demo(run, cfg, fast=fast, compare=compare, compare_dir=compare_dir, progress=not quiet)
     except (FileNotFoundError, ConfigError) as e:

@@ -95,6 +95,10 @@ class SynthArgs(LLMArgs):
     """Generators to run: qa, rephrase, entigraph (LLM-written) and changes (what changed between dated documents of one entity: a deterministic diff of table rows, docs/synth.md)."""
     dated_prompts: bool = True
     """Open each excerpt in a prompt with "[<entity>, as of <date>]" when its document is dated (kbake/ingest/dates.py), so generated text dates its facts."""
+    structured_output: bool = True
+    """Constrain JSON answers (QA pairs, EntiGraph entity lists) to their schema: the local backend
+    masks every token that would break it (lm-format-enforcer), OpenAI-compatible servers get a
+    `response_format` JSON schema. Format failures then come only from answers cut at max_tokens."""
     qa_types: list[Literal["factual", "numeric", "why", "compare"]] = ["factual", "numeric", "why", "compare"]
     """Question types; one request per chunk and type ('compare' pairs the chunk with another from its document)."""
     qa_per_request: int = Field(3, ge=1, le=20)

@@ -21,6 +21,9 @@ def echo_answer(messages: list[dict]) -> str:
     user = messages[-1]["content"]
     if "Q: <question>" in user:
         return "Q: What does the excerpt describe?\nA: pumps\nQ: Where are they made?\nA: Muncie"
+    if '[{"question"' in user:
+        return json.dumps([{"question": "What does the excerpt describe?", "answer": "pumps"},
+                           {"question": "Where are they made?", "answer": "Muncie"}])
     if "Question: <question>" in user:
         return "Question: Where are the pumps made?\nAnswer: Muncie\nWrong: Aarhus\nWrong: Osaka\nWrong: Chennai"
     return "This is a faithful rewrite of the text, keeping every name and date exactly as written in the source."
@@ -41,16 +44,17 @@ def grounded_answer(messages: list[dict]) -> str:
     parts = _excerpts(user)
     text = "\n\n".join(parts)
     sents = _sentences(text) or [text[:200]]
-    if "Q: <question>" in user:
+    if "Q: <question>" in user or '[{"question"' in user:
         out = []
         if "figures" in user:  # numeric questions: sentences with numbers
             sents = [x for x in sents if re.search(r"\d", x)] or sents
         elif "why or how" in user:
             sents = sents[::-1]
-        for k, sent in enumerate(sents[:3]):
-            words = sent.split()
-            out.append(f"Q: What does sentence {k + 1} say about {' '.join(words[:3])}?\nA: {' '.join(words[3:9])}")
-        return "\n".join(out)
+        pairs = [(f"What does sentence {k + 1} say about {' '.join(s.split()[:3])}?", " ".join(s.split()[3:9]))
+                 for k, s in enumerate(sents[:3])]
+        if '[{"question"' in user:  # the JSON prompt (structured output)
+            return json.dumps([{"question": q, "answer": a} for q, a in pairs])
+        return "\n".join(f"Q: {q}\nA: {a}" for q, a in pairs)
     if "Question: <question>" in user:
         words = sents[0].split()
         nums = re.findall(r"\d[\d,.]*", text) or ["1"]
@@ -87,6 +91,7 @@ class FakeOpenAI:
         self.in_flight = 0
         self.max_in_flight = 0
         self.seen_auth: list[str] = []
+        self.response_formats: list = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -114,6 +119,7 @@ class FakeOpenAI:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                     server.seen_auth.append(self.headers.get("Authorization", ""))
+                    server.response_formats.append(req.get("response_format"))
                     roll = server.rng.random()
                     roll2 = server.rng.random()
                 try:

@@ -150,3 +150,44 @@ def test_local_backend_batches_one_generate_call_per_batch(tiny_model, tmp_path)
     backend.model.generate = real
     single = backend.complete(requests[:4], lambda i, c: None)
     assert [c.text for c in single] == [c.text for c in out[:4]]
+
+
+def test_local_constrained_decoding_makes_a_random_model_write_the_schema(tiny_model):
+    """Structured output by construction: the tiny random model never writes JSON by itself,
+    yet every answer under a schema that stopped before max_tokens parses and matches it."""
+    import json
+
+    from kbake.llm.local import LocalBackend
+    from kbake.synth.parse import parse_qa
+    from kbake.synth.qa import qa_schema
+
+    backend = LocalBackend(tiny_model, batch_size=8)
+    schema = json.dumps({"type": "object", "required": ["answer"],
+                         "properties": {"answer": {"type": "string", "minLength": 1, "maxLength": 12}}})
+    reqs = [ChatRequest.chat(None, f"question {i}", Sampling(60, 1.0, 1.0, i, json_schema=schema)) for i in range(8)]
+    free = backend.complete([ChatRequest.chat(None, r.messages[0][1], Sampling(40, 1.0, 1.0, 0)) for r in reqs],
+                            lambda i, c: None)
+    assert not any(c.text.startswith("{") for c in free)
+    out = backend.complete(reqs, lambda i, c: None)
+    closed = [c for c in out if c.text.rstrip().endswith("}")]  # the rest were cut at max_tokens
+    assert len(closed) >= 6
+    for c in closed:
+        data = json.loads(c.text, strict=False)  # LMFE lets a raw newline into a string; kbake parses leniently
+        assert set(data) == {"answer"} and 1 <= len(data["answer"]) <= 13  # lm-format-enforcer may let one over
+    qa = backend.complete([ChatRequest.chat(None, "q", Sampling(200, 1.0, 1.0, s, json_schema=qa_schema(1)))
+                           for s in range(4)], lambda i, c: None)
+    assert all(len(parse_qa(c.text)) == 1 for c in qa if c.text.rstrip().endswith("]"))
+    assert ChatRequest.chat(None, "q", Sampling(8)).cache_key("m") != \
+        ChatRequest.chat(None, "q", Sampling(8, json_schema=schema)).cache_key("m")
+
+
+def test_openai_backend_sends_the_schema_as_response_format(tmp_path):
+    import json
+
+    schema = json.dumps({"type": "object", "properties": {"answer": {"type": "string"}}})
+    with FakeOpenAI() as srv:
+        llm = cached_openai(srv, tmp_path)
+        llm.complete([ChatRequest.chat(None, "a", Sampling(8, json_schema=schema)), ChatRequest.chat(None, "b", Sampling(8))])
+    sent = sorted(srv.response_formats, key=lambda f: f is None)
+    assert sent[0] == {"type": "json_schema", "json_schema": {"name": "kbake_item", "schema": json.loads(schema)}}
+    assert sent[1] is None

@@ -216,11 +216,22 @@ def test_stats_expansion_ratio(run, tiny_model, embedder):
     st = corpus_stats(run, tok)
     items = read_items(run.synth_dir / "rephrase.jsonl")
     synthetic = sum(len(tok(i.text, add_special_tokens=False)["input_ids"]) for i in items)
-    assert st["kinds"]["rephrase"] == {"items": len(items), "tokens": synthetic}
+    rep = st["kinds"]["rephrase"]
+    assert {k: rep[k] for k in ("items", "tokens")} == {"items": len(items), "tokens": synthetic}
+    assert 0 < rep["distinct_3"] <= 1 and rep["distinct_1"] <= rep["distinct_2"] <= rep["distinct_3"] + 1e-9
+
     assert st["expansion_ratio"] == pytest.approx(synthetic / st["source_tokens"])
     # overlap 0: the source counted once equals the chunks' token total, give or take edge merges
     total = sum(c["n_tokens"] for c in read_chunks(run.chunks))
     assert abs(st["source_tokens"] - total) / total < 0.05
+
+
+def test_distinct_ngrams_known_values():
+    from kbake.synth import distinct_ngrams
+
+    d = distinct_ngrams(["a b a b", "a b"])  # unigrams 6 (2 distinct), bigrams 4 (2 distinct: ab, ba)
+    assert d["distinct_1"] == pytest.approx(2 / 6, abs=1e-4) and d["distinct_2"] == pytest.approx(2 / 4)  # 4 decimals
+    assert distinct_ngrams([])["distinct_1"] == 0.0
 
 
 def test_probes_generated_grounded_and_deduplicated(run):

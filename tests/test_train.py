@@ -269,3 +269,20 @@ def test_rebake_from_a_trained_model_trains_on_the_newer_documents(tmp_path, tin
         assert not torch.allclose(m1(ids).logits, m2(ids).logits)
     with pytest.raises(ValueError, match="no document was ingested after"):
         rebake_examples(rd, recipe.train, tok, 0, since_round=2)
+
+
+def test_an_empty_corpus_is_skipped_with_its_reasons_and_all_empty_is_an_error(tmp_path, tiny_model):
+    """Empty is not a crash: a corpus that came out empty is reported (with synth's counts) and
+    training goes on with the others; only when every corpus is empty does it stop."""
+    from kbake.run import save_stage
+    from kbake.train.data import EmptyCorpusWarning
+
+    run = small_run(tmp_path / "run", tiny_model)
+    (run.synth_dir / "entigraph.jsonl").write_text("")
+    save_stage(run, "synth", {"kinds": {"entigraph": {"jobs": 5, "items": 0, "removed": {"format": 5}}}})
+    with pytest.warns(EmptyCorpusWarning, match=r"'entigraph'.*entigraph: 5 calls, 0 kept, removed 5 format.*training on qa"):
+        state = train(run, tiny_recipe(tiny_model, "lora", data=["qa", "entigraph"], max_steps=1), progress=False)
+    assert state["global_step"] == 1
+    (run.synth_dir / "qa.jsonl").write_text("")
+    with pytest.raises(ValueError, match="every corpus of train.data .* is empty"):
+        train(run, tiny_recipe(tiny_model, "lora", data=["qa", "entigraph"], max_steps=1), name="again", progress=False)

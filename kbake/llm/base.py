@@ -30,6 +30,9 @@ class Sampling:
     repetition_penalty: float = 1.0
     """>1 discourages repeating tokens (CTRL, Keskar et al. 2019); used by the local backend,
     which small models need to stop looping; OpenAI-compatible servers do not receive it."""
+    json_schema: str | None = None
+    """A JSON schema (as compact JSON text) the answer must match: the local backend constrains
+    decoding to it (kbake/llm/constrained.py), OpenAI-compatible servers get `response_format`."""
 
 
 @dataclass(frozen=True)
@@ -49,8 +52,9 @@ class ChatRequest:
     def cache_key(self, model_id: str) -> str:
         """Hash of model + messages + sampling: the identity of a call."""
         sampling = asdict(self.sampling)
-        if sampling["repetition_penalty"] == 1.0:
-            del sampling["repetition_penalty"]  # keys made before the field existed stay valid
+        for key, unset in (("repetition_penalty", 1.0), ("json_schema", None)):
+            if sampling[key] == unset:
+                del sampling[key]  # keys made before the field existed stay valid
         blob = json.dumps({"model": model_id, "messages": self.messages, "sampling": sampling},
                           sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()

@@ -68,8 +68,13 @@ class LocalBackend:
         return results
 
     def _generate(self, prompts: list[str], sampling) -> list[Completion]:
+        allowed = None
+        if sampling.json_schema:
+            from kbake.llm.constrained import allowed_tokens_fn
+
+            allowed = allowed_tokens_fn(self.tok, sampling.json_schema)
         out = generate_batch(self.model, self.tok, prompts, max_new_tokens=sampling.max_tokens,
                              temperature=sampling.temperature, top_p=sampling.top_p, seed=sampling.seed,
-                             repetition_penalty=sampling.repetition_penalty)
+                             repetition_penalty=sampling.repetition_penalty, prefix_allowed_tokens_fn=allowed)
         return [Completion(text=g.text, finish_reason="stop" if g.stopped else "length", prompt_tokens=g.prompt_tokens,
                            completion_tokens=g.new_tokens) for g in out]

@@ -8,6 +8,8 @@ coming back empty or malformed is dropped and counted, never a crash.
 
 from __future__ import annotations
 
+import json
+
 import os
 import random
 import threading
@@ -59,7 +61,7 @@ class OpenAIBackend:
             try:
                 r = self.client.chat.completions.create(
                     model=self.model, messages=req.as_openai(), max_tokens=s.max_tokens,
-                    temperature=s.temperature, top_p=s.top_p, seed=s.seed,
+                    temperature=s.temperature, top_p=s.top_p, seed=s.seed, **_response_format(s),
                 )
             except openai.APIStatusError as e:
                 if e.status_code not in RETRYABLE_STATUS:
@@ -118,3 +120,12 @@ def _retry_after(e) -> float | None:
 def _short(e) -> str:
     msg = str(getattr(e, "message", "") or e)
     return msg.splitlines()[0][:200] if msg else type(e).__name__
+
+
+def _response_format(s) -> dict:
+    """A JSON-schema `response_format` (OpenAI, vLLM, Ollama and llama.cpp servers accept it)
+    when the request carries a schema; nothing otherwise."""
+    if not s.json_schema:
+        return {}
+    return {"response_format": {"type": "json_schema",
+                                "json_schema": {"name": "kbake_item", "schema": json.loads(s.json_schema)}}}

@@ -28,9 +28,10 @@ class Generated:
 
 def generate_batch(model, tok, prompts: list[str], *, max_new_tokens: int, temperature: float = 0.0,
                    top_p: float = 1.0, seed: int = 0, repetition_penalty: float = 1.0,
-                   cache: str = "static") -> list[Generated]:
+                   cache: str = "static", prefix_allowed_tokens_fn=None) -> list[Generated]:
     """Generate a continuation of each prompt (already chat-templated) in one call.
-    `cache`: 'static' (preallocated, the default) or 'dynamic' (transformers' default)."""
+    `cache`: 'static' (preallocated, the default) or 'dynamic' (transformers' default).
+    `prefix_allowed_tokens_fn`: transformers' constraint hook (JSON schemas: kbake/llm/constrained.py)."""
     device = next(model.parameters()).device
     tok.padding_side = "left"  # new tokens must follow every prompt directly
     enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
@@ -41,6 +42,7 @@ def generate_batch(model, tok, prompts: list[str], *, max_new_tokens: int, tempe
                              temperature=temperature if sample else None, top_p=top_p if sample else None,
                              top_k=None, repetition_penalty=repetition_penalty if repetition_penalty != 1.0 else None,
                              pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+                             prefix_allowed_tokens_fn=prefix_allowed_tokens_fn,
                              **({"cache_implementation": "static", "disable_compile": True} if cache == "static" else {}))
     new = out[:, enc["input_ids"].shape[1]:]
     eos = tok.eos_token_id

@@ -215,9 +215,24 @@ def corpus_stats(run: RunDir, tokenizer) -> dict:
             n = ntok(it.training_text())
             toks += n
             per_doc[it.doc_id] += n
-        kinds[kind] = {"items": len(items), "tokens": toks}
+        kinds[kind] = {"items": len(items), "tokens": toks, **distinct_ngrams([it.training_text() for it in items])}
     source = sum(source_by_doc.values())
     synthetic = sum(k["tokens"] for k in kinds.values())
     return {"kinds": kinds, "source_tokens": source, "synthetic_tokens": synthetic,
             "expansion_ratio": synthetic / source if source else 0.0,
             "per_doc": {d: {"source_tokens": s, "synthetic_tokens": per_doc.get(d, 0)} for d, s in source_by_doc.items()}}
+
+
+def distinct_ngrams(texts: list[str], ns: tuple[int, ...] = (1, 2, 3)) -> dict[str, float]:
+    """Distinct-n (Li et al. 2016): distinct word n-grams ÷ all word n-grams over a corpus, a
+    cheap diversity measure (1.0: no n-gram repeats; a corpus of near-copies sinks toward 0)."""
+    out = {}
+    for n in ns:
+        seen, total = set(), 0
+        for t in texts:
+            words = t.lower().split()
+            grams = [tuple(words[i:i + n]) for i in range(len(words) - n + 1)]
+            seen.update(grams)
+            total += len(grams)
+        out[f"distinct_{n}"] = round(len(seen) / total, 4) if total else 0.0
+    return out

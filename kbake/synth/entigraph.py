@@ -10,6 +10,7 @@ entities chunk by chunk, keeping those that really occur in the document text.
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from collections import Counter
 
@@ -22,6 +23,14 @@ from kbake.synth.parse import clean_passage, parse_entities
 from kbake.synth.prompts import load_prompt
 
 
+ENTITIES_SCHEMA = json.dumps({
+    "type": "object", "required": ["summary", "entities"],
+    "properties": {"summary": {"type": "string", "minLength": 10, "maxLength": 240},
+                   "entities": {"type": "array", "minItems": 1, "maxItems": 12,
+                                "items": {"type": "string", "minLength": 2, "maxLength": 60}}}}, separators=(",", ":"))
+"""Phase 1's answer: a summary and at most 12 short entity names, so it always parses and fits."""
+
+
 def entity_jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: int) -> list[Job]:
     prompt = load_prompt("entities")
     out = []
@@ -29,7 +38,8 @@ def entity_jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: int
         for c in chunks:
             system, user = prompt.render(chunk=c["text"])
             # Extraction is greedy: the list should not depend on sampling luck.
-            sampling = Sampling(args.entigraph_max_tokens, 0.0, 1.0, seed, args.repetition_penalty)
+            sampling = Sampling(args.entigraph_max_tokens, 0.0, 1.0, seed, args.repetition_penalty,
+                                ENTITIES_SCHEMA if args.structured_output else None)
             out.append(Job(ChatRequest.chat(system, user, sampling), "entigraph", "entigraph/entities",
                            prompt.version, doc_id, [c["chunk_id"]], c["text"]))
     return out

@@ -26,7 +26,7 @@ def _json_value(text: str):
         a, b = text.find(open_), text.rfind(close)
         if a != -1 and b > a:
             try:
-                return json.loads(text[a : b + 1])
+                return json.loads(text[a : b + 1], strict=False)  # a raw newline inside a string is still the answer
             except (json.JSONDecodeError, RecursionError, ValueError):
                 continue
     return None
@@ -35,6 +35,14 @@ def _json_value(text: str):
 def parse_qa(text: str) -> list[tuple[str, str]]:
     """Question-answer pairs from 'Q: … / A: …' lines (or a JSON list of {question, answer})."""
     data = _json_value(text) if "{" in text else None
+    if not isinstance(data, list) and text.lstrip().startswith("["):
+        # A JSON list cut off at max_tokens: keep its complete objects.
+        data = []
+        for m in re.finditer(r"\{[^{}]*\}", text):
+            try:
+                data.append(json.loads(m.group(0), strict=False))
+            except (json.JSONDecodeError, ValueError):
+                continue
     if isinstance(data, list):
         pairs = [(str(d.get("question", "")), str(d.get("answer", ""))) for d in data if isinstance(d, dict)]
         pairs = [(_clean(q), _clean(a)) for q, a in pairs]

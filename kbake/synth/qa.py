@@ -6,6 +6,7 @@ across two chunks of the same document), so one chunk yields varied questions.
 
 from __future__ import annotations
 
+import json
 import random
 
 from kbake.config import SynthArgs
@@ -23,23 +24,35 @@ INSTRUCTIONS = {
 }
 
 
+def qa_schema(n: int) -> str:
+    """The JSON schema of a QA answer: 1 to n {question, answer} objects, lengths bounded so
+    that n of them fit in `qa_max_tokens` more often than not."""
+    pair = {"type": "object", "properties": {"question": {"type": "string", "minLength": 8, "maxLength": 160},
+                                             "answer": {"type": "string", "minLength": 1, "maxLength": 80}},
+            "required": ["question", "answer"]}
+    return json.dumps({"type": "array", "minItems": 1, "maxItems": n, "items": pair}, separators=(",", ":"))
+
+
 def jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: int) -> list[Job]:
     rng = random.Random(seed)
+    structured = args.structured_output
+    schema = qa_schema(args.qa_per_request) if structured else None
     out: list[Job] = []
     for doc_id, chunks in chunks_by_doc.items():
         for c in chunks:
             for qtype in args.qa_types:
-                sampling = Sampling(args.qa_max_tokens, args.temperature, args.top_p, seed, args.repetition_penalty)
+                sampling = Sampling(args.qa_max_tokens, args.temperature, args.top_p, seed, args.repetition_penalty,
+                                    schema)
                 if qtype == "compare":
                     others = [o for o in chunks if o["chunk_id"] != c["chunk_id"]]
                     if not others:
                         continue
                     other = rng.choice(others)
-                    prompt = load_prompt("qa_compare")
+                    prompt = load_prompt("qa_compare_json" if structured else "qa_compare")
                     system, user = prompt.render(chunk=passage(c, args), other=passage(other, args), n=str(args.qa_per_request))
                     ids, context = [c["chunk_id"], other["chunk_id"]], passage(c, args) + "\n\n" + passage(other, args)
                 else:
-                    prompt = load_prompt("qa")
+                    prompt = load_prompt("qa_json" if structured else "qa")
                     system, user = prompt.render(chunk=passage(c, args), n=str(args.qa_per_request), qtype=qtype,
                                                  instruction=INSTRUCTIONS[qtype])
                     ids, context = [c["chunk_id"]], passage(c, args)

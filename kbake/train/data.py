@@ -8,6 +8,7 @@ Packing concatenates examples, each ended by the EOS token, and cuts the stream 
 from __future__ import annotations
 
 import random
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -55,11 +56,12 @@ def _weighted(items: list, weight: float, rng: random.Random) -> list:
 
 def load_examples(run: RunDir, args: TrainArgs, tok, seed: int, docs: set[str] | None = None,
                   allow_empty: bool = False) -> list[Example]:
-    """The new-knowledge examples named by `args.data`, weighted; raises with a clear message
-    when a corpus is missing or empty (unless `allow_empty`). `docs`: only the items of these
-    documents."""
+    """The new-knowledge examples named by `args.data`, weighted. A missing corpus raises; an
+    empty one is skipped with an `EmptyCorpusWarning` giving synth's reasons, and only when
+    every corpus is empty does it raise (unless `allow_empty`). `docs`: only these documents' items."""
     rng = random.Random(seed)
     out: list[Example] = []
+    empty: list[str] = []
     keep = (lambda d: True) if docs is None else (lambda d: d in docs)  # noqa: E731
     for name in args.data:
         w = args.data_weights.get(name, 1.0)
@@ -73,13 +75,38 @@ def load_examples(run: RunDir, args: TrainArgs, tok, seed: int, docs: set[str] |
             items = [it for it in read_items(path) if keep(it.doc_id)]
             got = [qa_example(tok, it.question, it.answer) if it.question is not None
                    else text_example(tok, it.text, name) for it in items]
-        if not got and allow_empty:
-            continue
         if not got:
-            where = "" if docs is None else " for the documents ingested since the model it starts from"
-            raise ValueError(f"corpus {name!r} in {run.root} is empty{where}: nothing to train on")
+            empty.append(name)
+            continue
         out += _weighted(got, w, rng)
+    if empty and not out and not allow_empty:
+        where = "" if docs is None else " for the documents ingested since the model it starts from"
+        raise ValueError(f"every corpus of train.data ({', '.join(empty)}) in {run.root} is empty{where}: "
+                         f"nothing to train on{_why_empty(run, empty)}")
+    if empty and out and not allow_empty:
+        # A small generator can leave one kind empty; the others still teach (issue: empty is not a crash).
+        warnings.warn(f"corpus {', '.join(repr(e) for e in empty)} in {run.root} is empty{_why_empty(run, empty)}; "
+                      f"training on {', '.join(n for n in args.data if n not in empty)}", EmptyCorpusWarning,
+                      stacklevel=2)
     return out
+
+
+class EmptyCorpusWarning(UserWarning):
+    """A corpus named in train.data has no items; training goes on with the others."""
+
+
+def _why_empty(run: RunDir, names: list[str]) -> str:
+    """What `kbake synth` recorded for these kinds: calls made and items removed per reason."""
+    from kbake.run import load_manifest
+
+    kinds = load_manifest(run).get("stages", {}).get("synth", {}).get("kinds", {})
+    parts = []
+    for n in names:
+        k = kinds.get(n)
+        if k:
+            removed = ", ".join(f"{v} {r}" for r, v in (k.get("removed") or {}).items() if v)
+            parts.append(f"{n}: {k.get('jobs', 0)} calls, {k.get('items', 0)} kept" + (f", removed {removed}" if removed else ""))
+    return f" (kbake synth: {'; '.join(parts)})" if parts else ""
 
 
 def ingest_rounds(run: RunDir) -> dict[str, int]:
