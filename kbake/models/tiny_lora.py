@@ -137,10 +137,8 @@ def load_tiny(model: nn.Module, folder: Path, *, merge: bool = False) -> nn.Modu
     folder = Path(folder)
     cfg = TinyConfig(**json.loads((folder / CONFIG_FILE).read_text()))
     tensors = load_file(str(folder / ADAPTER_FILE))
-    apply_tiny_lora_frozen = _apply_from(model, cfg, tensors)
-    if merge:
-        return merge_tiny(apply_tiny_lora_frozen)
-    return apply_tiny_lora_frozen
+    model = _apply_from(model, cfg, tensors)
+    return merge_tiny(model) if merge else model
 
 
 def _apply_from(model: nn.Module, cfg: TinyConfig, tensors: dict) -> nn.Module:

@@ -25,7 +25,7 @@ import torch
 from kbake.config import TrainArgs
 from kbake.eval import SHORT_ANSWER_SUFFIX
 from kbake.run import RunDir, read_chunks, read_items
-from kbake.train.rewards import REWARDS, completion_text
+from kbake.train.rewards import trl_reward
 
 LOOKUP_INSTRUCTION = ("\nIf you need to check the documents first, reply only `lookup: <a few words>` and you will "
                       "be shown the best-matching passage; otherwise answer directly.")
@@ -47,19 +47,6 @@ def qa_rows(run: RunDir, args: TrainArgs, seed: int, suffix: str = SHORT_ANSWER_
     return ds.select(range(min(len(ds), args.grpo_prompts))) if args.grpo_prompts else ds
 
 
-def answer_reward(name: str):
-    """Reward `name` of kbake/train/rewards.py in TRL's signature, scored on the answer: the
-    environment's `answers` field where it has one (after a lookup), else the completion."""
-    fn = REWARDS[name]
-
-    def reward(prompts, completions, reference, answers=None, **kwargs) -> list[float]:
-        texts = answers if answers is not None else [completion_text(c) for c in completions]
-        return [float(fn(t, r)) for t, r in zip(texts, reference)]
-
-    reward.__name__ = f"{name}_reward"
-    return reward
-
-
 class QAEnvironment:
     """Single turn: a synthetic question, a short answer, the recipe's rewards on it."""
 
@@ -74,7 +61,7 @@ class QAEnvironment:
 
     def reward_funcs(self) -> tuple[list, list[float]]:
         names = list(self.args.grpo_rewards)
-        return [answer_reward(n) for n in names], [self.args.grpo_rewards[n] for n in names]
+        return [trl_reward(n) for n in names], [self.args.grpo_rewards[n] for n in names]
 
 
 class LookupEnvironment(QAEnvironment):

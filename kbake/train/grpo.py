@@ -49,7 +49,6 @@ def own_loop(run: RunDir, args: TrainArgs, out: Path, *, seed: int, resume: bool
     """Run GRPO; returns (policy model, tokenizer, log rows, seconds, steps, trainer_state entries)."""
     import time
 
-    from peft import LoraConfig
     from trl import GRPOConfig, GRPOTrainer
 
     from kbake.models.precision import resolve_precision
@@ -75,8 +74,7 @@ def own_loop(run: RunDir, args: TrainArgs, out: Path, *, seed: int, resume: bool
     )
     peft_cfg = None
     if args.grpo_adapter == "lora":
-        peft_cfg = LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout,
-                              target_modules=args.lora_targets, task_type="CAUSAL_LM")
+        peft_cfg = lora.lora_config(args)
     else:
         if args.init and args.grpo_beta:
             # Without peft, TRL loads its KL reference from config._name_or_path: make that the start model.

@@ -101,11 +101,14 @@ def completion_text(c) -> str:
 
 
 def trl_reward(name: str):
-    """The reward `name` in TRL's signature: f(prompts, completions, reference, **kw) -> list[float]."""
+    """The reward `name` in TRL's signature: f(prompts, completions, reference, **kw) -> list[float],
+    scored on the environment's `answers` field where it has one (the answer after a lookup),
+    else on the completion."""
     fn = REWARDS[name]
 
-    def reward(prompts, completions, reference, **kwargs) -> list[float]:
-        return [float(fn(completion_text(c), r)) for c, r in zip(completions, reference)]
+    def reward(prompts, completions, reference, answers=None, **kwargs) -> list[float]:
+        texts = answers if answers is not None else [completion_text(c) for c in completions]
+        return [float(fn(t, r)) for t, r in zip(texts, reference)]
 
     reward.__name__ = f"{name}_reward"
     return reward
