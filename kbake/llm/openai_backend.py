@@ -9,7 +9,6 @@ coming back empty or malformed is dropped and counted, never a crash.
 from __future__ import annotations
 
 import json
-
 import os
 import random
 import threading

@@ -210,12 +210,13 @@ def corpus_stats(run: RunDir, tokenizer) -> dict:
         if not path.exists():
             continue
         items = read_items(path)
+        texts = [it.training_text() for it in items]
         toks = 0
-        for it in items:
-            n = ntok(it.training_text())
+        for it, text in zip(items, texts):
+            n = ntok(text)
             toks += n
             per_doc[it.doc_id] += n
-        kinds[kind] = {"items": len(items), "tokens": toks, **distinct_ngrams([it.training_text() for it in items])}
+        kinds[kind] = {"items": len(items), "tokens": toks, **distinct_ngrams(texts)}
     source = sum(source_by_doc.values())
     synthetic = sum(k["tokens"] for k in kinds.values())
     return {"kinds": kinds, "source_tokens": source, "synthetic_tokens": synthetic,
