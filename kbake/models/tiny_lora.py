@@ -104,9 +104,7 @@ def apply_tiny_lora(model: nn.Module, cfg: TinyConfig) -> nn.ParameterDict:
         key = _group_key(name, cfg.tie)
         if key not in vectors:
             vectors[key] = nn.Parameter(torch.zeros(cfg.params, device=lin.weight.device))
-        parent_name, _, child = name.rpartition(".")
-        parent = model.get_submodule(parent_name) if parent_name else model
-        setattr(parent, child, TinyLoRALinear(lin, vectors[key], cfg.rank, gen).to(lin.weight.device))
+        model.set_submodule(name, TinyLoRALinear(lin, vectors[key], cfg.rank, gen).to(lin.weight.device))
     vecs = nn.ParameterDict({k.replace(".", "__"): v for k, v in vectors.items()})
     model.kbake_tiny = vecs  # the one place the vectors are registered as parameters
     model.kbake_tiny_config = cfg
@@ -157,9 +155,7 @@ def merge_tiny(model: nn.Module) -> nn.Module:
     with torch.no_grad():
         for name, m in tiny_modules(model).items():
             m.base.weight.copy_(m.merged_weight())
-            parent_name, _, child = name.rpartition(".")
-            parent = model.get_submodule(parent_name) if parent_name else model
-            setattr(parent, child, m.base)
+            model.set_submodule(name, m.base)
     for attr in ("kbake_tiny", "kbake_tiny_config"):
         if hasattr(model, attr):
             delattr(model, attr)
