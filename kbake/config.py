@@ -70,6 +70,10 @@ class LLMArgs(StageArgs):
     """Stop cleanly (resumable) once real calls have used this many tokens; None for no limit."""
     batch_size: int = Field(16, ge=1, le=512)
     """Prompts per generate call (local backend)."""
+    share_prefix: int = Field(64, ge=0)
+    """Local backend: prompts in one generate call that begin with at least this many equal tokens
+    (one chunk's styles, question types and candidates) compute that prefix once and share its
+    KV cache; 0 turns it off. Same greedy outputs in fp32 (benchmarks/synth_prefix.py)."""
     temperature: float = Field(0.7, ge=0.0, le=2.0)
     """Sampling temperature; 0 is greedy."""
     top_p: float = Field(0.95, gt=0.0, le=1.0)

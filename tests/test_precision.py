@@ -112,6 +112,43 @@ def test_static_cache_generates_what_the_dynamic_cache_does(tiny_model):
     assert [g.new_tokens for g in static] == [g.new_tokens for g in dynamic]
 
 
+def test_shared_prefix_generates_what_separate_prompts_do(tiny_model):
+    """Prompts sharing an instruction and a chunk (and one repeated whole, as candidates are)
+    prefill that prefix once; in fp32 the greedy answers are the same token for token."""
+    from kbake.models.generate import prefix_groups
+
+    model, tok = load_causal_lm(tiny_model)
+    chunks = ["Corvane makes membranes in Tacoma. Revenue was $1,842.6 million in fiscal 2025. " * 4,
+              "The chief executive is Dana Whitfield; the board met nine times. " * 2]
+    prompts = [chat_prompt(tok, f"Text: {c}\n{ins}") for c in chunks
+               for ins in ("Summarise it.", "List its facts as bullets.")]
+    prompts += [prompts[0], chat_prompt(tok, "Who is the chief executive?")]
+    ids = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    groups = prefix_groups(ids, 16)
+    assert sorted(len(rows) for rows, _ in groups) == [1, 2, 3]  # each chunk's prompts, and the other
+    for rows, n in groups:
+        assert n < min(len(ids[r]) for r in rows)  # a token is left to prefill in every row
+        assert all(ids[r][:n] == ids[rows[0]][:n] for r in rows)
+    plain = generate_batch(model, tok, prompts, max_new_tokens=24)
+    shared = generate_batch(model, tok, prompts, max_new_tokens=24, share_prefix=16)
+    assert [g.text for g in shared] == [g.text for g in plain]
+    assert [(g.new_tokens, g.prompt_tokens) for g in shared] == [(g.new_tokens, g.prompt_tokens) for g in plain]
+    assert plain[0].text == plain[4].text
+    # Sharper than a random model's greedy text: each row's next-token logits after the shared
+    # cache equal a plain forward pass of its prompt.
+    from kbake.models.generate import CACHE_KW, _prefilled
+
+    inputs, cache = _prefilled(model, tok, ids, groups, 4)
+    width_p = max(n for _, n in groups)
+    mask = inputs["attention_mask"]
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)[:, width_p:]
+    with torch.no_grad():
+        got = model(input_ids=inputs["input_ids"][:, width_p:], attention_mask=mask, position_ids=pos,
+                    **{CACHE_KW: cache}).logits[:, -1]
+        want = torch.stack([model(input_ids=torch.tensor([row])).logits[0, -1] for row in ids])
+    assert torch.allclose(got, want, atol=1e-4)
+
+
 @pytest.mark.slow
 def test_real_model_bf16_answers_the_probes_as_fp32_does():
     """The embedded model on the 77 sample probes, closed book: bf16 accuracy within one probe

@@ -32,15 +32,17 @@ __all__ = [
 
 def make_llm(spec: str, *, cache_path, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
              concurrency: int = 8, max_retries: int = 6, timeout: float = 60.0, token_budget: int | None = None,
-             batch_size: int = 16, precision: str = "auto") -> CachedLLM:
+             batch_size: int = 16, precision: str = "auto", share_prefix: int = 0) -> CachedLLM:
     """Build a cached LLM from a spec: 'local' (embedded SmolLM2), 'local:NAME' (a HF id or
     folder), or 'openai:MODEL' (an OpenAI-compatible endpoint at base_url). `precision` is the
-    local model's number format (kbake.models.precision)."""
+    local model's number format (kbake.models.precision); `share_prefix` its minimum shared prompt
+    prefix, in tokens, computed once per generate call (0: off)."""
     kind, _, name = spec.partition(":")
     if kind == "local":
         from kbake.llm.local import LocalBackend
 
-        backend = LocalBackend(name or "default", batch_size=batch_size, precision=precision)
+        backend = LocalBackend(name or "default", batch_size=batch_size, precision=precision,
+                               share_prefix=share_prefix)
         wave = max(batch_size * 4, 64)
     elif kind == "openai":
         if not name:

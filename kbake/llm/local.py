@@ -1,7 +1,9 @@
 """`local`: a transformers causal LM in-process, batched generation with left padding.
 
 One `generate` call per batch of prompts (sorted by length so a batch pads little),
-not one per prompt: on a CPU that is the difference between minutes and hours. The
+not one per prompt: on a CPU that is the difference between minutes and hours. With
+`share_prefix`, prompts run in token order, so one chunk's requests (same instruction and
+chunk, another style or candidate) land in one call and prefill their common prefix once. The
 model computes in the recipe's precision (bf16 where native: kbake.models.precision).
 """
 
@@ -16,12 +18,13 @@ from kbake.models.generate import generate_batch
 
 class LocalBackend:
     def __init__(self, name: str = "default", batch_size: int = 16, device: str | None = None,
-                 precision: str = "auto"):
+                 precision: str = "auto", share_prefix: int = 0):
         from kbake.models.precision import resolve_precision
 
         self.name = name
         self.device = device
         self.batch_size = batch_size
+        self.share_prefix = share_prefix
         self.precision = resolve_precision(precision, device)
         label = "SmolLM2-135M-Instruct" if name == "default" else name
         # bf16 can change a greedy continuation, so its answers are cached apart from fp32's.
@@ -52,14 +55,15 @@ class LocalBackend:
 
     def complete(self, requests: Sequence[ChatRequest], on_result: OnResult) -> list[Completion | None]:
         prompts = [self._prompt(r) for r in requests]
-        lengths = [len(self.tok(p, add_special_tokens=False)["input_ids"]) for p in prompts]
+        ids = [self.tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
         # Requests can only share a generate call when they share sampling parameters.
         groups: dict = defaultdict(list)
         for i, r in enumerate(requests):
             groups[r.sampling].append(i)
         results: list[Completion | None] = [None] * len(requests)
         for sampling, idx in groups.items():
-            idx.sort(key=lambda i: lengths[i])
+            # Sharers of a prefix sit next to each other in token order; otherwise similar lengths pad least.
+            idx.sort(key=(lambda i: ids[i]) if self.share_prefix else (lambda i: len(ids[i])))
             for b in range(0, len(idx), self.batch_size):
                 batch = idx[b : b + self.batch_size]
                 for i, c in zip(batch, self._generate([prompts[i] for i in batch], sampling)):
@@ -75,6 +79,7 @@ class LocalBackend:
             allowed = allowed_tokens_fn(self.tok, sampling.json_schema)
         out = generate_batch(self.model, self.tok, prompts, max_new_tokens=sampling.max_tokens,
                              temperature=sampling.temperature, top_p=sampling.top_p, seed=sampling.seed,
-                             repetition_penalty=sampling.repetition_penalty, prefix_allowed_tokens_fn=allowed)
+                             repetition_penalty=sampling.repetition_penalty, prefix_allowed_tokens_fn=allowed,
+                             share_prefix=self.share_prefix)
         return [Completion(text=g.text, finish_reason="stop" if g.stopped else "length", prompt_tokens=g.prompt_tokens,
                            completion_tokens=g.new_tokens) for g in out]

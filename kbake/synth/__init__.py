@@ -46,7 +46,7 @@ def llm_for(run: RunDir, args) -> CachedLLM:
     return make_llm(args.llm, cache_path=run.root / "cache" / "llm.sqlite", base_url=args.base_url,
                     api_key_env=args.api_key_env, concurrency=args.concurrency, max_retries=args.max_retries,
                     timeout=args.timeout, token_budget=args.token_budget, batch_size=args.batch_size,
-                    precision=args.precision)
+                    precision=args.precision, share_prefix=args.share_prefix)
 
 
 def complete_jobs(llm: CachedLLM, jobs: list[Job], desc: str, progress: bool):
