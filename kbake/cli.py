@@ -122,7 +122,7 @@ def synth(
     api_key_env: Optional[str] = typer.Option(None, help="Environment variable that holds the API key."),
     concurrency: Optional[int] = typer.Option(None, help="Requests in flight (openai backend)."),
     token_budget: Optional[int] = typer.Option(None, help="Stop cleanly (resumable) after this many tokens of real calls."),
-    stats: bool = typer.Option(False, "--stats", help="Print counts, tokens per kind and per document, and the expansion ratio; generate nothing."),
+    stats: bool = typer.Option(False, "--stats", help="Print counts, tokens, distinct-1/2/3 and embedding spread per kind, tokens per document, and the expansion ratio; generate nothing."),
     estimate: bool = typer.Option(False, "--estimate", help="Print calls, tokens and expected time (local: from a timed probe of one real batch, which is cached and reused; endpoint: from concurrency and price keys), then stop."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before sending documents to a remote endpoint."),
     recipe: Optional[Path] = typer.Option(None, "--recipe", help=RECIPE_HELP),
@@ -185,18 +185,21 @@ def _print_stats(rd) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from kbake.models import load_tokenizer
+    from kbake.models import load_embedder, load_tokenizer
     from kbake.run import load_manifest
     from kbake.synth import corpus_stats
 
-    tok_name = load_manifest(rd).get("stages", {}).get("ingest", {}).get("config", {}).get("tokenizer", "default")
-    st = corpus_stats(rd, load_tokenizer(tok_name))
+    stages = load_manifest(rd).get("stages", {})
+    tok_name = stages.get("ingest", {}).get("config", {}).get("tokenizer", "default")
+    embedder = load_embedder(stages.get("synth", {}).get("config", {}).get("embedder", "default"))
+    st = corpus_stats(rd, load_tokenizer(tok_name), embedder)
     table = Table(title=f"synthetic corpus in {rd.synth_dir}")
-    for col in ("kind", "items", "tokens", "distinct-1", "distinct-2", "distinct-3"):
+    for col in ("kind", "items", "tokens", "distinct-1", "distinct-2", "distinct-3", "spread"):
         table.add_column(col, justify="left" if col == "kind" else "right")
     for k, v in st["kinds"].items():
-        table.add_row(k, str(v["items"]), f"{v['tokens']:,}", *(f"{v[f'distinct_{n}']:.2f}" for n in (1, 2, 3)))
-    table.add_row("all", str(sum(v["items"] for v in st["kinds"].values())), f"{st['synthetic_tokens']:,}", "", "", "")
+        table.add_row(k, str(v["items"]), f"{v['tokens']:,}", *(f"{v[f'distinct_{n}']:.2f}" for n in (1, 2, 3)),
+                      f"{v['spread']:.2f}")
+    table.add_row("all", str(sum(v["items"] for v in st["kinds"].values())), f"{st['synthetic_tokens']:,}", "", "", "", "")
     Console().print(table)
     for d, v in st["per_doc"].items():
         typer.echo(f"  {d}: {v['source_tokens']:,} source tokens -> {v['synthetic_tokens']:,} synthetic")

@@ -95,8 +95,14 @@ class LLMArgs(StageArgs):
 class SynthArgs(LLMArgs):
     """Options of `kbake synth`: the synthetic corpus generators and their filters."""
 
-    kinds: list[Literal["qa", "rephrase", "entigraph", "changes"]] = ["qa", "rephrase", "entigraph"]
-    """Generators to run: qa, rephrase, entigraph (LLM-written) and changes (what changed between dated documents of one entity: a deterministic diff of table rows, docs/synth.md)."""
+    kinds: list[Literal["qa", "extract", "rephrase", "focal", "entigraph", "changes"]] = ["qa", "rephrase", "entigraph"]
+    """Generators to run: qa, extract (questions for rule-picked answer spans, kept after a round trip),
+    rephrase, focal (a passage around each QA pair's question, after qa), entigraph (LLM-written) and changes
+    (what changed between dated documents of one entity: a deterministic diff of table rows, docs/synth.md)."""
+    candidates: int = Field(1, ge=1, le=16)
+    """Answers sampled per request (seed, seed+1, ...; prompts are shared, so the local backend prefills
+    each once). QA pairs from all candidates are kept (duplicates removed); of a passage request's
+    candidates that pass the filters, the one keeping most of its source's figures and names is kept."""
     dated_prompts: bool = True
     """Open each excerpt in a prompt with "[<entity>, as of <date>]" when its document is dated (kbake/ingest/dates.py), so generated text dates its facts."""
     structured_output: bool = True
@@ -114,6 +120,11 @@ class SynthArgs(LLMArgs):
     """Rewriting styles (WRAP, Maini et al. 2024); one request per chunk and style."""
     rephrase_max_tokens: int = Field(256, ge=16)
     """Longest rephrase, in tokens."""
+    max_chunks: int | None = Field(None, ge=1)
+    """Write about at most this many chunks of the run, spread evenly over it (every k-th chunk in
+    document order), to try generators on a long filing in minutes; None for all."""
+    extract_per_chunk: int = Field(4, ge=1, le=50)
+    """extract: answer spans picked per chunk (figures with their unit, dates, names; interleaved)."""
     entigraph_max_entities: int = Field(16, ge=2, le=500)
     """Entities kept per document (most often mentioned first)."""
     entigraph_pairs: int = Field(24, ge=0)
@@ -277,7 +288,7 @@ class TrainArgs(StageArgs):
         unknown = [r for r in self.grpo_rewards if r not in REWARDS]
         if unknown:
             raise ValueError(f"unknown grpo reward {unknown[0]!r}; allowed: {', '.join(sorted(REWARDS))}")
-        known = {"qa", "rephrase", "entigraph", "changes", "raw"}
+        known = {"qa", "extract", "rephrase", "focal", "entigraph", "changes", "raw"}
         bad = [d for d in [*self.data, *self.data_weights] if d not in known]
         if bad:
             raise ValueError(f"unknown corpus {bad[0]!r}; allowed: {', '.join(sorted(known))}")

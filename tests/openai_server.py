@@ -60,6 +60,19 @@ def grounded_answer(messages: list[dict]) -> str:
         nums = re.findall(r"\d[\d,.]*", text) or ["1"]
         return (f"Question: Which words follow '{' '.join(words[:3])}'?\nAnswer: {' '.join(words[3:7])}\n"
                 f"Wrong: {nums[0]} apples\nWrong: the blue moon\nWrong: none of them")
+    if '{"question": "<question>"}' in user:  # extract: a question for a given span
+        span = re.search(r'^The answer is: (.+)$', user, flags=re.M).group(1)
+        sentence = re.search(r'^It is stated in this sentence: "(.+)"$', user, flags=re.M).group(1)
+        return json.dumps({"question": f"What does the sentence beginning '{' '.join(sentence.split()[:2])}' state?"})
+    if "Answer with a short phrase copied" in user:  # extract's round trip: quote the asked-about sentence
+        start = re.search(r"beginning '(.+?)'", user)
+        hit = next((s for s in sents if start and s.startswith(start.group(1))), sents[0])
+        return hit
+    if "A reader asks:" in user:  # focal: the sentences that share words with the question
+        question = user.split("A reader asks:", 1)[1].split("\n")[0]
+        words = {w.lower() for w in re.findall(r"[A-Za-z]{4,}", question)}
+        hits = [s for s in sents if words & {w.lower() for w in re.findall(r"[A-Za-z]{4,}", s)}] or sents[:2]
+        return " ".join(hits[:4]) + " " + " ".join(sents[:2])
     if '"entities"' in user:
         caps = []
         for w in re.findall(r"\b[A-Z][a-zA-Z]{3,}\b", text):

@@ -209,21 +209,102 @@ def test_local_backend_on_the_tiny_model(run, tiny_model, embedder):
     assert again.calls == 0
 
 
+def test_answer_spans_pick_figures_dates_and_names_by_rule():
+    from kbake.synth.extract import answer_spans
+
+    text = ("Net revenue was $1,842.6 million in fiscal 2025, up 9.4% from the year before. "
+            "The plant in Tacoma employs 1,200 employees since March 3, 2019. "
+            "Our chief executive, Dana Whitfield, joined from Harbor Pumps in 2020.")
+    spans = answer_spans(text, 20)
+    got = {(k, s) for k, s, _ in spans}
+    assert {("figure", "$1,842.6 million"), ("figure", "9.4%"), ("figure", "1,200 employees"),
+            ("date", "March 3, 2019"), ("date", "fiscal 2025"), ("name", "Dana Whitfield"),
+            ("name", "Harbor Pumps")} <= got
+    assert [k for k, _, _ in spans[:3]] == ["figure", "date", "name"]  # interleaved: a short limit gets each kind
+    assert answer_spans(text, 2) == spans[:2] and answer_spans(text, 20) == spans  # deterministic
+    assert all(s in sentence for _, s, sentence in spans)
+
+
+def test_extract_keeps_only_round_trip_pairs(run, embedder):
+    from kbake.synth.extract import question_problem, recovers
+
+    assert question_problem(None, "9.4%", "up 9.4%") == "format"
+    assert question_problem("By how much did revenue rise, 9.4%?", "9.4%", "up 9.4% here") == "answer_in_question"
+    assert question_problem("Where is the plant?", "Boise", "The plant is in Tacoma.") == "span_not_in_chunk"
+    assert recovers("It rose by 9.4 %... no: 9.4% in total", "9.4%") and not recovers("It rose 8%", "9.4%")
+    with FakeOpenAI(answer=grounded_answer) as server:
+        report = synth(run, openai_args(server, kinds=["extract"], extract_per_chunk=2), progress=False,
+                       embedder=embedder)
+    items = read_items(run.synth_dir / "extract.jsonl")
+    rep = report.kinds["extract"]
+    assert items and rep.items == len(items)
+    chunks = {c["chunk_id"]: c["text"] for c in read_chunks(run.chunks)}
+    for it in items:
+        assert it.answer in chunks[it.chunk_ids[0]] and it.answer not in it.question
+        assert it.generator in {"extract/figure", "extract/date", "extract/name"}
+    assert rep.removed.get("format", 0) == 0
+
+
+def test_focal_passages_state_their_questions_answers(run, embedder):
+    with FakeOpenAI(answer=grounded_answer) as server:
+        report = synth(run, openai_args(server, kinds=["focal", "qa"], qa_types=["factual"]), progress=False,
+                       embedder=embedder)
+    qa_items = read_items(run.synth_dir / "qa.jsonl")
+    focal = read_items(run.synth_dir / "focal.jsonl")
+    assert report.kinds["focal"].jobs == len(qa_items) > 0  # run after qa although listed first
+    assert focal and all(it.generator == "focal/qa" for it in focal)
+    from kbake.synth.focal import states
+
+    assert states("Revenue was $1,842.6 million.", "$1,842.6 million") and not states("Revenue grew.", "$1,842.6 million")
+
+
+def test_candidates_share_a_request_and_the_best_passage_is_kept(run, embedder):
+    with FakeOpenAI(answer=grounded_answer) as server:
+        one = synth(run, openai_args(server, kinds=["rephrase"], rephrase_styles=["summary"]), progress=False,
+                    embedder=embedder)
+        three = synth(run, openai_args(server, kinds=["rephrase"], rephrase_styles=["summary"], candidates=3),
+                      progress=False, embedder=embedder)
+    n_chunks = len(read_chunks(run.chunks))
+    assert one.kinds["rephrase"].jobs == n_chunks and three.kinds["rephrase"].jobs == 3 * n_chunks
+    # The scripted LLM answers a prompt the same whatever the seed: every candidate passes the
+    # filters, the best-of keeps one per request (the duplicate filter sees only the kept one).
+    r = three.kinds["rephrase"]
+    assert r.items <= n_chunks and r.removed["other_candidate"] >= 2 * r.items
+    from kbake.synth import best_candidates
+
+    a = SynthItem(id="a", kind="rephrase", doc_id="d", chunk_ids=["c"], generator="g", prompt_version="v", model="m",
+                  text="Revenue was $1,842.6 million at Corvane.")
+    b = SynthItem(**{**a.__dict__, "id": "b", "text": "Revenue was large at the company, said the report."})
+    kept, dropped = best_candidates([a, b], {"a": "Corvane revenue was $1,842.6 million.", "b": "Corvane revenue was $1,842.6 million."},
+                                    {"a": "req", "b": "req"})
+    assert [it.id for it in kept] == ["a"] and dropped == 1
+
+
 def test_stats_expansion_ratio(run, tiny_model, embedder):
     with FakeOpenAI(answer=grounded_answer) as server:
         synth(run, openai_args(server, kinds=["rephrase"]), progress=False, embedder=embedder)
     tok = load_tokenizer(tiny_model)
-    st = corpus_stats(run, tok)
+    st = corpus_stats(run, tok, embedder)
     items = read_items(run.synth_dir / "rephrase.jsonl")
     synthetic = sum(len(tok(i.text, add_special_tokens=False)["input_ids"]) for i in items)
     rep = st["kinds"]["rephrase"]
     assert {k: rep[k] for k in ("items", "tokens")} == {"items": len(items), "tokens": synthetic}
     assert 0 < rep["distinct_3"] <= 1 and rep["distinct_1"] <= rep["distinct_2"] <= rep["distinct_3"] + 1e-9
+    assert 0.0 <= rep["spread"] <= 2.0
 
     assert st["expansion_ratio"] == pytest.approx(synthetic / st["source_tokens"])
     # overlap 0: the source counted once equals the chunks' token total, give or take edge merges
     total = sum(c["n_tokens"] for c in read_chunks(run.chunks))
     assert abs(st["source_tokens"] - total) / total < 0.05
+
+
+def test_embedding_spread_is_zero_for_copies_and_grows_with_range(embedder):
+    from kbake.synth import embedding_spread
+
+    assert embedding_spread(["Revenue rose 9%."] * 3, embedder) == pytest.approx(0.0, abs=1e-3)
+    near = embedding_spread(["Revenue rose 9% in fiscal 2025.", "In fiscal 2025 revenue grew by 9%."], embedder)
+    far = embedding_spread(["Revenue rose 9% in fiscal 2025.", "The pumps are made in Tacoma."], embedder)
+    assert 0.0 < near < far
 
 
 def test_distinct_ngrams_known_values():

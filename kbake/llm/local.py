@@ -10,6 +10,7 @@ model computes in the recipe's precision (bf16 where native: kbake.models.precis
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import Sequence
 
 from kbake.llm.base import ChatRequest, Completion, OnResult
@@ -56,16 +57,18 @@ class LocalBackend:
     def complete(self, requests: Sequence[ChatRequest], on_result: OnResult) -> list[Completion | None]:
         prompts = [self._prompt(r) for r in requests]
         ids = [self.tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
-        # Requests can only share a generate call when they share sampling parameters.
+        # Requests can only share a generate call when they share sampling parameters; candidates
+        # differ only in seed, and one call draws different samples per row anyway, so they share.
         groups: dict = defaultdict(list)
         for i, r in enumerate(requests):
-            groups[r.sampling].append(i)
+            groups[replace(r.sampling, seed=0)].append(i)
         results: list[Completion | None] = [None] * len(requests)
-        for sampling, idx in groups.items():
+        for idx in groups.values():
             # Sharers of a prefix sit next to each other in token order; otherwise similar lengths pad least.
             idx.sort(key=(lambda i: ids[i]) if self.share_prefix else (lambda i: len(ids[i])))
             for b in range(0, len(idx), self.batch_size):
                 batch = idx[b : b + self.batch_size]
+                sampling = requests[batch[0]].sampling  # the first request's seed seeds the call
                 for i, c in zip(batch, self._generate([prompts[i] for i in batch], sampling)):
                     results[i] = c
                     on_result(i, c)

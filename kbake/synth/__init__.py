@@ -8,21 +8,22 @@ Every call goes through the run's LLM cache, so a re-run is free and a killed ru
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from kbake.config import ProbesArgs, SynthArgs
 from kbake.llm import CachedLLM, make_llm
 from kbake.run import (RunDir, SynthItem, atomic_write_jsonl, load_manifest, provenance, read_chunks, read_items,
                        read_probes, save_stage, write_items)
-from kbake.synth import changes, entigraph, qa, rephrase
+from kbake.synth import changes, entigraph, extract, focal, qa, rephrase
 from kbake.synth import probes as probe_gen
-from kbake.synth.filters import dedup_filter, grounding_filter, leak_filter
+from kbake.synth.filters import dedup_filter, grounding_filter, leak_filter, numbers
 from kbake.synth.job import Job
 
-KINDS = ("qa", "rephrase", "entigraph")
+KINDS = ("qa", "extract", "rephrase", "focal", "entigraph", "changes")
 
 
 @dataclass
@@ -83,16 +84,50 @@ def _collect(jobs: list[Job], completions, to_items, model: str, rep: KindReport
             rep.removed["dropped_by_backend"] += 1
             continue
         got = to_items(job, comp, model)
-        if not got:
-            rep.removed["format"] += 1
+        if isinstance(got, str) or not got:  # a generator may say why it kept nothing
+            rep.removed[got or "format"] += 1
+            continue
         out.extend((it, job.context) for it in got)
     return out
+
+
+def best_candidates(items: list[SynthItem], contexts: dict[str, str], family: dict[str, str]) -> tuple[list[SynthItem], int]:
+    """Of the passages answering one request under different seeds (`family`: item id -> the
+    request less its seed), the one keeping most of its source's figures and capitalised
+    names, longer first on ties; QA items all stay. Returns the kept items and the count dropped."""
+    best: dict[str, tuple[tuple, SynthItem]] = {}
+    kept = []
+    for it in items:
+        if it.question is not None or it.id not in family:
+            kept.append(it)
+            continue
+        facts = facts_of(contexts[it.id])
+        score = (len(facts & facts_of(it.text)) / len(facts) if facts else 0.0, len(it.text))
+        key = family[it.id]
+        if key not in best or score > best[key][0]:
+            best[key] = (score, it)
+    chosen = {id(it) for _, it in best.values()}
+    out = [it for it in items if it.question is not None or it.id not in family or id(it) in chosen]
+    return out, len(items) - len(out)
+
+
+def facts_of(text: str) -> set[str]:
+    """The figures and capitalised words of a text: what a faithful rewrite must keep."""
+    return numbers(text) | {w for w in re.findall(r"\b[A-Z][a-zA-Z]{2,}\b", text)}
+
+
+def _family(job: Job) -> str:
+    """A request's identity less its seed: the candidates of one item share it."""
+    return replace(job.request, sampling=replace(job.request.sampling, seed=0)).cache_key("")
 
 
 def synth(run: RunDir, args: SynthArgs, *, seed: int = 0, progress: bool = True, llm: CachedLLM | None = None,
           embedder=None) -> SynthReport:
     """Generate every kind in `args.kinds` into `RUN/synth/<kind>.jsonl` (+ .parquet)."""
     chunks = read_chunks(run.chunks)
+    if args.max_chunks and len(chunks) > args.max_chunks:
+        ordered = [c for cs in group_by_doc(chunks).values() for c in cs]
+        chunks = [ordered[i * len(ordered) // args.max_chunks] for i in range(args.max_chunks)]
     by_doc = group_by_doc(chunks)
     llm = llm or llm_for(run, args)
     probes = read_probes(run.probes) if run.probes.exists() else []
@@ -103,7 +138,9 @@ def synth(run: RunDir, args: SynthArgs, *, seed: int = 0, progress: bool = True,
     titles = {d: Path(cs[0]["source"]).stem for d, cs in by_doc.items()}
     report = SynthReport()
     t0 = time.perf_counter()
-    for kind in args.kinds:
+    done: dict[str, list[SynthItem]] = {}
+    # focal writes around the QA pairs' questions, so it runs after qa whatever the order given.
+    for kind in sorted(args.kinds, key=lambda k: k == "focal"):
         rep = report.kinds.setdefault(kind, KindReport())
         if kind == "entigraph":
             ejobs = entigraph.entity_jobs(by_doc, args, seed)
@@ -116,6 +153,32 @@ def synth(run: RunDir, args: SynthArgs, *, seed: int = 0, progress: bool = True,
         elif kind == "changes":  # deterministic: a diff of aligned table rows, no LLM call
             pairs = changes.items(by_doc)
             rep.jobs = 0
+            jobs = []
+        elif kind == "extract":
+            qjobs = extract.question_jobs(by_doc, args, seed)
+            qcomps = complete_jobs(llm, qjobs, "extract: questions", progress)
+            pending = []
+            for job, comp in zip(qjobs, qcomps):
+                question = extract.parse_question(comp.text) if comp is not None else None
+                why = "dropped_by_backend" if comp is None else extract.question_problem(
+                    question, job.extra["span"], job.context)
+                if why:
+                    rep.removed[why] += 1
+                else:
+                    pending.append((job, question))
+            jobs = extract.answer_jobs(pending, seed)
+            comps = complete_jobs(llm, jobs, "extract: round trip", progress)
+            pairs = _collect(jobs, comps, extract.items, llm.model_id, rep)
+            rep.jobs = len(qjobs) + len(jobs)
+        elif kind == "focal":
+            qa_items = done.get("qa")
+            if qa_items is None:
+                path = run.synth_dir / "qa.jsonl"
+                qa_items = read_items(path) if path.exists() else []
+            jobs = focal.jobs(by_doc, qa_items, args, seed)
+            comps = complete_jobs(llm, jobs, "focal", progress)
+            pairs = _collect(jobs, comps, focal.items, llm.model_id, rep)
+            rep.jobs = len(jobs)
         else:
             module = qa if kind == "qa" else rephrase
             jobs = module.jobs(by_doc, args, seed)
@@ -125,9 +188,13 @@ def synth(run: RunDir, args: SynthArgs, *, seed: int = 0, progress: bool = True,
         items = [it for it, _ in pairs]
         contexts = {it.id: ctx for it, ctx in pairs}
         items, rep.removed["grounding"] = grounding_filter(items, contexts, args.grounding_min)
+        if args.candidates > 1 and kind != "extract":
+            family = {f"{job.kind}-{job.key}": _family(job) for job in jobs}
+            items, rep.removed["other_candidate"] = best_candidates(items, contexts, family)
         items, rep.removed["duplicate"] = dedup_filter(items, args.near_dup_threshold)
         items, rep.removed["leak"] = leak_filter(items, probes, embedder, args.leak_threshold) if probes else (items, 0)
         rep.items = len(items)
+        done[kind] = items
         write_items(run.synth_dir / f"{kind}.jsonl", items)
     report.calls, report.cache_hits, report.tokens = llm.stats.calls, llm.stats.cache_hits, llm.stats.tokens
     report.seconds = time.perf_counter() - t0
@@ -191,9 +258,10 @@ def assign_splits(probes: list, dev_share: float, seed: int) -> None:
             p.split = split
 
 
-def corpus_stats(run: RunDir, tokenizer) -> dict:
-    """Items and tokens per kind and per document, and the expansion ratio
-    (synthetic tokens ÷ source tokens, the source counted once despite chunk overlap)."""
+def corpus_stats(run: RunDir, tokenizer, embedder=None) -> dict:
+    """Items and tokens per kind and per document, the expansion ratio (synthetic tokens ÷
+    source tokens, the source counted once despite chunk overlap), distinct-n per kind, and
+    with an `embedder` each kind's embedding spread."""
     chunks = read_chunks(run.chunks)
     ntok = lambda s: len(tokenizer(s, add_special_tokens=False)["input_ids"])  # noqa: E731
     source_by_doc: dict[str, int] = {}
@@ -217,11 +285,24 @@ def corpus_stats(run: RunDir, tokenizer) -> dict:
             toks += n
             per_doc[it.doc_id] += n
         kinds[kind] = {"items": len(items), "tokens": toks, **distinct_ngrams(texts)}
+        if embedder is not None:
+            kinds[kind]["spread"] = embedding_spread(texts, embedder)
     source = sum(source_by_doc.values())
     synthetic = sum(k["tokens"] for k in kinds.values())
     return {"kinds": kinds, "source_tokens": source, "synthetic_tokens": synthetic,
             "expansion_ratio": synthetic / source if source else 0.0,
             "per_doc": {d: {"source_tokens": s, "synthetic_tokens": per_doc.get(d, 0)} for d, s in source_by_doc.items()}}
+
+
+def embedding_spread(texts: list[str], embedder) -> float:
+    """1 − the mean cosine similarity of every pair of items' sentence embeddings: 0 when all say
+    the same thing, higher the more the corpus ranges over (a semantic complement to distinct-n)."""
+    if len(texts) < 2:
+        return 0.0
+    v = embedder.encode(texts, normalize_embeddings=True, convert_to_numpy=True, batch_size=64)
+    sims = v @ v.T
+    n = len(texts)
+    return round(float(1.0 - (sims.sum() - n) / (n * (n - 1))), 4)
 
 
 def distinct_ngrams(texts: list[str], ns: tuple[int, ...] = (1, 2, 3)) -> dict[str, float]:

@@ -92,10 +92,12 @@ def relation_jobs(entities: dict[str, list[str]], chunks_by_doc: dict[str, list[
                 context = "\n\n".join(passage(c, args) for c in best)
                 system, user = prompt.render(title=title_of.get(doc_id, doc_id), context=context,
                                              entities=", ".join(combo))
-                sampling = Sampling(args.entigraph_max_tokens, args.temperature, args.top_p, seed, args.repetition_penalty)
-                out.append(Job(ChatRequest.chat(system, user, sampling), "entigraph",
-                               "entigraph/pair" if size == 2 else "entigraph/triple", prompt.version, doc_id,
-                               [c["chunk_id"] for c in best], context, {"entities": list(combo)}))
+                for cand in range(args.candidates):
+                    sampling = Sampling(args.entigraph_max_tokens, args.temperature, args.top_p, seed + cand,
+                                        args.repetition_penalty)
+                    out.append(Job(ChatRequest.chat(system, user, sampling), "entigraph",
+                                   "entigraph/pair" if size == 2 else "entigraph/triple", prompt.version, doc_id,
+                                   [c["chunk_id"] for c in best], context, {"entities": list(combo)}))
                 taken += 1
     return out
 

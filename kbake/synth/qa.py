@@ -40,14 +40,14 @@ def jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: int) -> li
     out: list[Job] = []
     for doc_id, chunks in chunks_by_doc.items():
         for c in chunks:
-            for qtype in args.qa_types:
-                sampling = Sampling(args.qa_max_tokens, args.temperature, args.top_p, seed, args.repetition_penalty,
-                                    schema)
+            for qtype, cand in ((t, k) for t in args.qa_types for k in range(args.candidates)):
+                sampling = Sampling(args.qa_max_tokens, args.temperature, args.top_p, seed + cand,
+                                    args.repetition_penalty, schema)
                 if qtype == "compare":
                     others = [o for o in chunks if o["chunk_id"] != c["chunk_id"]]
                     if not others:
                         continue
-                    other = rng.choice(others)
+                    other = others[rng.randrange(len(others))] if cand == 0 else other
                     prompt = load_prompt("qa_compare_json" if structured else "qa_compare")
                     system, user = prompt.render(chunk=passage(c, args), other=passage(other, args), n=str(args.qa_per_request))
                     ids, context = [c["chunk_id"], other["chunk_id"]], passage(c, args) + "\n\n" + passage(other, args)

@@ -23,9 +23,10 @@ def jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: int) -> li
     out = []
     for doc_id, chunks in chunks_by_doc.items():
         for c in chunks:
-            for style in args.rephrase_styles:
+            for style, cand in ((s, k) for s in args.rephrase_styles for k in range(args.candidates)):
                 system, user = prompt.render(chunk=passage(c, args), instruction=STYLES[style])
-                sampling = Sampling(args.rephrase_max_tokens, args.temperature, args.top_p, seed, args.repetition_penalty)
+                sampling = Sampling(args.rephrase_max_tokens, args.temperature, args.top_p, seed + cand,
+                                    args.repetition_penalty)
                 out.append(Job(ChatRequest.chat(system, user, sampling), "rephrase", f"rephrase/{style}",
                                prompt.version, doc_id, [c["chunk_id"]], passage(c, args)))
     return out

@@ -1,0 +1,49 @@
+"""`focal`: question-focused rewriting ("focal rewriting", Synthetic Mixed Training 2026): a
+short passage written around one question the run's QA pairs ask, from the chunk the pair
+came from, so the document's facts also appear as prose organised by what readers ask.
+Kept only if it states the pair's answer and invents no number."""
+
+from __future__ import annotations
+
+from kbake.config import SynthArgs
+from kbake.llm import Completion, Sampling
+from kbake.llm.base import ChatRequest
+from kbake.run import SynthItem
+from kbake.synth.filters import content_words, numbers
+from kbake.synth.job import Job, passage, passage_items
+from kbake.synth.prompts import load_prompt
+
+
+def jobs(chunks_by_doc: dict[str, list[dict]], qa_items: list[SynthItem], args: SynthArgs, seed: int) -> list[Job]:
+    """One job per QA pair (its first chunk) and candidate."""
+    prompt = load_prompt("focal")
+    chunk_by_id = {c["chunk_id"]: c for cs in chunks_by_doc.values() for c in cs}
+    out = []
+    for it in qa_items:
+        c = chunk_by_id.get(it.chunk_ids[0]) if it.chunk_ids else None
+        if c is None:
+            continue
+        text = passage(c, args)
+        system, user = prompt.render(chunk=text, question=it.question)
+        for cand in range(args.candidates):
+            sampling = Sampling(args.rephrase_max_tokens, args.temperature, args.top_p, seed + cand,
+                                args.repetition_penalty)
+            out.append(Job(ChatRequest.chat(system, user, sampling), "focal", "focal/qa", prompt.version,
+                           it.doc_id, [c["chunk_id"]], text, {"answer": it.answer, "question": it.question}))
+    return out
+
+
+def states(text: str, answer: str) -> bool:
+    """The passage states the answer: its numbers, or most of its content words."""
+    if numbers(answer):
+        return numbers(answer) <= numbers(text)
+    words = content_words(answer)
+    return not words or len(words & content_words(text)) / len(words) >= 0.5
+
+
+def items(job: Job, completion: Completion, model: str) -> list[SynthItem] | str:
+    """The passage, or why not: too short ('format') or not stating the answer."""
+    got = passage_items(job, completion, model)
+    if not got:
+        return "format"
+    return got if states(got[0].text, job.extra["answer"]) else "misses_answer"
