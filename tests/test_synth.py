@@ -280,6 +280,19 @@ def test_candidates_share_a_request_and_the_best_passage_is_kept(run, embedder):
     assert [it.id for it in kept] == ["a"] and dropped == 1
 
 
+def test_max_chunks_writes_about_an_even_slice(run, embedder):
+    with FakeOpenAI(answer=grounded_answer) as server:
+        report = synth(run, openai_args(server, kinds=["rephrase"], rephrase_styles=["summary"], max_chunks=3),
+                       progress=False, embedder=embedder)
+    assert report.kinds["rephrase"].jobs == 3 < len(read_chunks(run.chunks))
+    from kbake.synth import group_by_doc
+
+    ordered = [c["chunk_id"] for cs in group_by_doc(read_chunks(run.chunks)).values() for c in cs]
+    spread = {ordered[0], ordered[len(ordered) // 3], ordered[2 * len(ordered) // 3]}
+    used = {c for it in read_items(run.synth_dir / "rephrase.jsonl") for c in it.chunk_ids}
+    assert used and used <= spread
+
+
 def test_stats_expansion_ratio(run, tiny_model, embedder):
     with FakeOpenAI(answer=grounded_answer) as server:
         synth(run, openai_args(server, kinds=["rephrase"]), progress=False, embedder=embedder)

@@ -77,6 +77,14 @@ def group_by_doc(chunks: list[dict]) -> dict[str, list[dict]]:
     return dict(out)
 
 
+def select_chunks(chunks: list[dict], max_chunks: int | None) -> list[dict]:
+    """All chunks, or `max_chunks` of them spread evenly (every k-th in document order)."""
+    if not max_chunks or len(chunks) <= max_chunks:
+        return chunks
+    ordered = [c for cs in group_by_doc(chunks).values() for c in cs]
+    return [ordered[i * len(ordered) // max_chunks] for i in range(max_chunks)]
+
+
 def _collect(jobs: list[Job], completions, to_items, model: str, rep: KindReport) -> list[tuple[SynthItem, str]]:
     out = []
     for job, comp in zip(jobs, completions):
@@ -85,7 +93,9 @@ def _collect(jobs: list[Job], completions, to_items, model: str, rep: KindReport
             continue
         got = to_items(job, comp, model)
         if isinstance(got, str) or not got:  # a generator may say why it kept nothing
-            rep.removed[got or "format"] += 1
+            # Nothing parseable: an answer cut at max_tokens ('truncated'; under a JSON schema the
+            # only way left to fail) or one that drifted from the format.
+            rep.removed[got or ("truncated" if comp.finish_reason == "length" else "format")] += 1
             continue
         out.extend((it, job.context) for it in got)
     return out
@@ -124,11 +134,7 @@ def _family(job: Job) -> str:
 def synth(run: RunDir, args: SynthArgs, *, seed: int = 0, progress: bool = True, llm: CachedLLM | None = None,
           embedder=None) -> SynthReport:
     """Generate every kind in `args.kinds` into `RUN/synth/<kind>.jsonl` (+ .parquet)."""
-    chunks = read_chunks(run.chunks)
-    if args.max_chunks and len(chunks) > args.max_chunks:
-        ordered = [c for cs in group_by_doc(chunks).values() for c in cs]
-        chunks = [ordered[i * len(ordered) // args.max_chunks] for i in range(args.max_chunks)]
-    by_doc = group_by_doc(chunks)
+    by_doc = group_by_doc(select_chunks(read_chunks(run.chunks), args.max_chunks))
     llm = llm or llm_for(run, args)
     probes = read_probes(run.probes) if run.probes.exists() else []
     if probes and embedder is None:

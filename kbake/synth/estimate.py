@@ -21,7 +21,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from kbake.synth import entigraph, qa, rephrase
+from kbake.synth import entigraph, extract, qa, rephrase
 from kbake.synth.job import Job
 
 ENDPOINT_OUTPUT_SHARE = 0.5
@@ -107,6 +107,17 @@ def plan(chunks_by_doc: dict[str, list[dict]], args, seed: int, tokenizer) -> di
                                  rel_calls, args.entigraph_max_tokens)
         elif kind == "changes":  # no LLM calls: a deterministic diff
             out[kind] = KindPlan(0, 0, 0)
+        elif kind == "extract":  # questions up front; the round trips (at most one per question) later
+            jobs = extract.question_jobs(chunks_by_doc, args, seed)
+            tokens = count_tokens(jobs, tokenizer)
+            out[kind] = KindPlan(2 * len(jobs), 2 * tokens, jobs[0].request.sampling.max_tokens if jobs else 64, jobs,
+                                 len(jobs), 32)
+        elif kind == "focal":  # one call per QA pair and candidate, known after qa: counted at their cap
+            n_qa = len(qa.jobs(chunks_by_doc, args, seed)) * args.qa_per_request * args.candidates
+            per_call = count_tokens(rephrase.jobs({d: cs[:1] for d, cs in list(chunks_by_doc.items())[:1]},
+                                                  args.model_copy(update={"rephrase_styles": ["summary"], "candidates": 1}),
+                                                  seed), tokenizer)
+            out[kind] = KindPlan(n_qa, n_qa * per_call, args.rephrase_max_tokens, [], n_qa, args.rephrase_max_tokens)
         else:
             module = qa if kind == "qa" else rephrase
             jobs = module.jobs(chunks_by_doc, args, seed)
@@ -119,9 +130,9 @@ def estimate(run, args, seed: int = 0, *, llm=None, probe: bool = True) -> Estim
     """The estimate for `kbake synth` with `args` on `run`'s chunks."""
     from kbake.models import load_tokenizer
     from kbake.run import read_chunks
-    from kbake.synth import group_by_doc, llm_for
+    from kbake.synth import group_by_doc, llm_for, select_chunks
 
-    by_doc = group_by_doc(read_chunks(run.chunks))
+    by_doc = group_by_doc(select_chunks(read_chunks(run.chunks), args.max_chunks))
     kinds = plan(by_doc, args, seed, load_tokenizer("default"))
     local = args.llm == "local" or args.llm.startswith("local:")
     if not local:

@@ -75,10 +75,11 @@ def question_jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: i
 
 
 def parse_question(text: str) -> str | None:
+    """The question of a `{"question": …}` answer (or the first line of free text), or None."""
     data = _json_value(text)
     q = data.get("question") if isinstance(data, dict) else text.strip().splitlines()[0] if text.strip() else None
     q = str(q or "").strip()
-    return q if len(q) >= 8 and q.endswith("?") else None
+    return q or None
 
 
 def _norm(s: str) -> str:
@@ -89,6 +90,8 @@ def question_problem(question: str | None, span: str, context: str) -> str | Non
     """Why a question fails before the round trip (None when it passes)."""
     if question is None:
         return "format"
+    if len(question) < 8 or not question.endswith("?"):
+        return "not_a_question"  # a small model often restates the answer ("The answer is: 33.1%")
     if _norm(span) not in _norm(context):
         return "span_not_in_chunk"
     if _norm(span) in _norm(question) or (numbers(span) and numbers(span) <= numbers(question)):

@@ -42,8 +42,8 @@ def states(text: str, answer: str) -> bool:
 
 
 def items(job: Job, completion: Completion, model: str) -> list[SynthItem] | str:
-    """The passage, or why not: too short ('format') or not stating the answer."""
+    """The passage, or why not: too short, or not stating the answer."""
     got = passage_items(job, completion, model)
-    if not got:
-        return "format"
+    if isinstance(got, str):
+        return got
     return got if states(got[0].text, job.extra["answer"]) else "misses_answer"

@@ -43,11 +43,11 @@ def passage(chunk: dict, args) -> str:
     return f"[{head} {d:%B} {d.day}, {d.year}]\n{chunk['text']}"
 
 
-def passage_items(job: Job, completion: Completion, model: str) -> list[SynthItem]:
+def passage_items(job: Job, completion: Completion, model: str) -> list[SynthItem] | str:
     """The one passage of a rephrase or relation answer (cut back to a full sentence when
-    truncated), or nothing when it is too short to teach anything."""
+    truncated), or 'too_short' when too little is left to teach anything."""
     text = clean_passage(completion.text, completion.finish_reason == "length")
     if text is None:
-        return []
+        return "too_short"
     return [SynthItem(id=f"{job.kind}-{job.key}", kind=job.kind, doc_id=job.doc_id, chunk_ids=job.chunk_ids,
                       generator=job.generator, prompt_version=job.prompt_version, model=model, text=text)]
