@@ -116,7 +116,7 @@ LLM_HELP = "'local' (embedded SmolLM2), 'local:NAME' (HF id or folder) or 'opena
 @app.command()
 def synth(
     run: Path = typer.Option(..., "--run", "-r", help=RUN_HELP),
-    kind: Optional[str] = typer.Option(None, help="Comma-separated generators: qa,rephrase,entigraph,changes."),
+    kind: Optional[str] = typer.Option(None, help="Comma-separated generators: qa,extract,rephrase,focal,entigraph,changes."),
     llm: Optional[str] = typer.Option(None, help=LLM_HELP),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (vLLM)."),
     api_key_env: Optional[str] = typer.Option(None, help="Environment variable that holds the API key."),
@@ -131,10 +131,12 @@ def synth(
 ):
     """Write a synthetic corpus about the chunks: RUN/synth/KIND.jsonl (+ .parquet).
 
-    qa: question-answer pairs per chunk; rephrase: each chunk in five styles; entigraph:
-    entities, then analyses of how pairs and triples of them relate. Items that fail the
+    qa: question-answer pairs per chunk; extract: a question for each rule-picked answer
+    span, kept after a round trip; rephrase: each chunk in several styles; focal: a passage
+    around each QA pair's question; entigraph: entities, then analyses of how pairs and
+    triples of them relate; changes: what changed between dated filings. Items that fail the
     format, grounding, duplicate or leak (too close to a probe) filters are dropped and
-    counted. Every call is cached in RUN/cache/llm.sqlite: a re-run makes no calls, a
+    counted (docs/synth.md). Every call is cached in RUN/cache/llm.sqlite: a re-run makes no calls, a
     killed run resumes.
     """
     from kbake.llm import LLMError
@@ -266,7 +268,7 @@ def train(
     method: Optional[str] = typer.Option(None, help="full | lora | tiny | memory | grpo."),
     init: Optional[str] = typer.Option(None, "--from", "--init", help="Start from RUN/train/NAME (a full or lora model). full/lora: an incremental re-bake on the documents ingested since NAME was trained, with train.from_replay of the earlier corpus; grpo: RL on top of NAME."),
     name: Optional[str] = typer.Option(None, help="Folder under RUN/train/ (default: the method)."),
-    data: Optional[str] = typer.Option(None, help="Comma-separated corpora: qa,rephrase,entigraph,changes,raw."),
+    data: Optional[str] = typer.Option(None, help="Comma-separated corpora: qa,extract,rephrase,focal,entigraph,changes,raw."),
     base_model: Optional[str] = typer.Option(None, help="'default', a HF id or a folder."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the last checkpoint of RUN/train/NAME."),
     recipe: Optional[Path] = typer.Option(None, "--recipe", help=RECIPE_HELP),
