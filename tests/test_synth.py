@@ -280,7 +280,7 @@ def test_candidates_share_a_request_and_the_best_passage_is_kept(run, embedder):
     assert [it.id for it in kept] == ["a"] and dropped == 1
 
 
-def test_max_chunks_writes_about_an_even_slice(run, embedder):
+def test_max_chunks_writes_about_an_even_slice(run, embedder, tiny_model):
     with FakeOpenAI(answer=grounded_answer) as server:
         report = synth(run, openai_args(server, kinds=["rephrase"], rephrase_styles=["summary"], max_chunks=3),
                        progress=False, embedder=embedder)
@@ -291,6 +291,10 @@ def test_max_chunks_writes_about_an_even_slice(run, embedder):
     spread = {ordered[0], ordered[len(ordered) // 3], ordered[2 * len(ordered) // 3]}
     used = {c for it in read_items(run.synth_dir / "rephrase.jsonl") for c in it.chunk_ids}
     assert used and used <= spread
+    # The expansion ratio is over the chunks written about, not the whole run.
+    st = corpus_stats(run, load_tokenizer(tiny_model))
+    chunks = read_chunks(run.chunks)
+    assert st["source_tokens"] < 0.6 * sum(c["n_tokens"] for c in chunks)
 
 
 def test_stats_expansion_ratio(run, tiny_model, embedder):

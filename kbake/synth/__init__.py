@@ -267,8 +267,10 @@ def assign_splits(probes: list, dev_share: float, seed: int) -> None:
 def corpus_stats(run: RunDir, tokenizer, embedder=None) -> dict:
     """Items and tokens per kind and per document, the expansion ratio (synthetic tokens ÷
     source tokens, the source counted once despite chunk overlap), distinct-n per kind, and
-    with an `embedder` each kind's embedding spread."""
-    chunks = read_chunks(run.chunks)
+    with an `embedder` each kind's embedding spread. With synth's `max_chunks`, the source is
+    the chunks it wrote about, not the whole run."""
+    max_chunks = load_manifest(run).get("stages", {}).get("synth", {}).get("config", {}).get("max_chunks")
+    chunks = select_chunks(read_chunks(run.chunks), max_chunks)
     ntok = lambda s: len(tokenizer(s, add_special_tokens=False)["input_ids"])  # noqa: E731
     source_by_doc: dict[str, int] = {}
     for doc_id, cs in group_by_doc(chunks).items():

@@ -61,10 +61,14 @@ def jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: int) -> li
     return out
 
 
-def items(job: Job, completion: Completion, model: str) -> list[SynthItem]:
+def items(job: Job, completion: Completion, model: str) -> list[SynthItem] | str:
+    pairs = parse_qa(completion.text)
+    if not pairs and completion.text.lstrip().startswith("[") and '"answer"' in completion.text \
+            and completion.finish_reason != "length":
+        return "no_usable_pair"  # well-formed pairs, each empty or repeating its question as its answer
     return [
         SynthItem(id=f"qa-{job.key}-{n}", kind="qa", doc_id=job.doc_id, chunk_ids=job.chunk_ids,
                   generator=job.generator, prompt_version=job.prompt_version, model=model,
                   question=q, answer=a)
-        for n, (q, a) in enumerate(parse_qa(completion.text))
+        for n, (q, a) in enumerate(pairs)
     ]
