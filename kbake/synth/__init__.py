@@ -106,10 +106,8 @@ def best_candidates(items: list[SynthItem], contexts: dict[str, str], family: di
     request less its seed), the one keeping most of its source's figures and capitalised
     names, longer first on ties; QA items all stay. Returns the kept items and the count dropped."""
     best: dict[str, tuple[tuple, SynthItem]] = {}
-    kept = []
     for it in items:
         if it.question is not None or it.id not in family:
-            kept.append(it)
             continue
         facts = facts_of(contexts[it.id])
         score = (len(facts & facts_of(it.text)) / len(facts) if facts else 0.0, len(it.text))
@@ -163,16 +161,7 @@ def synth(run: RunDir, args: SynthArgs, *, seed: int = 0, progress: bool = True,
         elif kind == "extract":
             qjobs = extract.question_jobs(by_doc, args, seed)
             qcomps = complete_jobs(llm, qjobs, "extract: questions", progress)
-            pending = []
-            for job, comp in zip(qjobs, qcomps):
-                question = extract.parse_question(comp.text) if comp is not None else None
-                why = "dropped_by_backend" if comp is None else extract.question_problem(
-                    question, job.extra["span"], job.context)
-                if why:
-                    rep.removed[why] += 1
-                else:
-                    pending.append((job, question))
-            jobs = extract.answer_jobs(pending, seed)
+            jobs = extract.answer_jobs(extract.usable_questions(qjobs, qcomps, rep.removed), seed)
             comps = complete_jobs(llm, jobs, "extract: round trip", progress)
             pairs = _collect(jobs, comps, extract.items, llm.model_id, rep)
             rep.jobs = len(qjobs) + len(jobs)

@@ -20,7 +20,7 @@ from kbake.llm.base import ChatRequest
 from kbake.run import SynthItem
 from kbake.synth.filters import content_words, numbers
 from kbake.synth.job import Job, passage
-from kbake.synth.parse import _json_value
+from kbake.synth.parse import parse_question
 from kbake.synth.prompts import load_prompt
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
@@ -74,14 +74,6 @@ def question_jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: i
     return out
 
 
-def parse_question(text: str) -> str | None:
-    """The question of a `{"question": …}` answer (or the first line of free text), or None."""
-    data = _json_value(text)
-    q = data.get("question") if isinstance(data, dict) else text.strip().splitlines()[0] if text.strip() else None
-    q = str(q or "").strip()
-    return q or None
-
-
 def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9.%$]+", " ", s.lower().replace(",", "")).strip()
 
@@ -97,6 +89,19 @@ def question_problem(question: str | None, span: str, context: str) -> str | Non
     if _norm(span) in _norm(question) or (numbers(span) and numbers(span) <= numbers(question)):
         return "answer_in_question"
     return None
+
+
+def usable_questions(jobs: list[Job], completions: list[Completion | None], removed) -> list[tuple[Job, str]]:
+    """(job, question) for each answer that passes `question_problem`; the rest counted in `removed`."""
+    out = []
+    for job, comp in zip(jobs, completions):
+        question = parse_question(comp.text) if comp is not None else None
+        why = "dropped_by_backend" if comp is None else question_problem(question, job.extra["span"], job.context)
+        if why:
+            removed[why] += 1
+        else:
+            out.append((job, question))
+    return out
 
 
 def answer_jobs(pending: list[tuple[Job, str]], seed: int) -> list[Job]:

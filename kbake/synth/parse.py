@@ -66,6 +66,14 @@ def parse_qa(text: str) -> list[tuple[str, str]]:
     return out
 
 
+def parse_question(text: str) -> str | None:
+    """The question of a `{"question": …}` answer (or the first line of free text), or None."""
+    data = _json_value(text)
+    q = data.get("question") if isinstance(data, dict) else text.strip().splitlines()[0] if text.strip() else None
+    q = str(q or "").strip()
+    return q or None
+
+
 def parse_entities(text: str) -> tuple[str, list[str]]:
     """(summary, entities) from a JSON object {summary, entities}, or from a bulleted list."""
     data = _json_value(text)
