@@ -19,10 +19,8 @@ import string
 from collections import Counter
 
 import torch
-from transformers.modeling_outputs import CausalLMOutputWithPast
 
-# transformers 5.2x renamed `past_key_values` to `cache` (argument and output field).
-CACHE_KW = "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
+from kbake.models.generate import CACHE_KW
 
 
 def option_ids(tok, options: list[str], eos: bool = True) -> list[list[int]]:

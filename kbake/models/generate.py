@@ -17,6 +17,7 @@ rest of each prompt is prefilled (as `kbake.eval.score` does for probe options).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
@@ -64,11 +65,11 @@ def generate_batch(model, tok, prompts: list[str], *, max_new_tokens: int, tempe
     new = out[:, enc["input_ids"].shape[1]:]
     eos = tok.eos_token_id
     results = []
-    for row, n_prompt in zip(new.tolist(), (len(i) for i in ids)):
+    for row, prompt_ids in zip(new.tolist(), ids):
         stopped = eos in row
-        ids = row[: row.index(eos)] if stopped else row
-        results.append(Generated(tok.decode(ids, skip_special_tokens=True).strip(), stopped, int(n_prompt),
-                                 len(ids) + int(stopped)))
+        answer = row[: row.index(eos)] if stopped else row
+        results.append(Generated(tok.decode(answer, skip_special_tokens=True).strip(), stopped, len(prompt_ids),
+                                 len(answer) + int(stopped)))
     return results
 
 
@@ -77,19 +78,11 @@ def prefix_groups(ids: list[list[int]], min_shared: int) -> list[tuple[list[int]
     one group. Rows are grouped in token order, a row joining the group before it when they
     share at least `min_shared` leading tokens; a group's prefix stops one token short of its
     shortest row, so every row has a token left to prefill (whose logits start generation)."""
-    def common(a, b):
-        n = 0
-        for x, y in zip(a, b):
-            if x != y:
-                break
-            n += 1
-        return n
-
     groups: list[tuple[list[int], int]] = []
     for i in sorted(range(len(ids)), key=lambda i: ids[i]):
         if groups:
             rows, n = groups[-1]
-            shared = min(n, common(ids[rows[0]], ids[i]), len(ids[i]) - 1)
+            shared = min(n, len(os.path.commonprefix([ids[rows[0]], ids[i]])), len(ids[i]) - 1)  # any sequences
             if shared >= min_shared:
                 groups[-1] = (rows + [i], shared)
                 continue
