@@ -18,7 +18,7 @@ from kbake.config import SynthArgs
 from kbake.llm import Completion, Sampling
 from kbake.llm.base import ChatRequest
 from kbake.run import SynthItem
-from kbake.synth.job import Job, passage, passage_items
+from kbake.synth.job import Job, candidate_samplings, passage, passage_items
 from kbake.synth.parse import clean_passage, parse_entities
 from kbake.synth.prompts import load_prompt
 
@@ -92,9 +92,7 @@ def relation_jobs(entities: dict[str, list[str]], chunks_by_doc: dict[str, list[
                 context = "\n\n".join(passage(c, args) for c in best)
                 system, user = prompt.render(title=title_of.get(doc_id, doc_id), context=context,
                                              entities=", ".join(combo))
-                for cand in range(args.candidates):
-                    sampling = Sampling(args.entigraph_max_tokens, args.temperature, args.top_p, seed + cand,
-                                        args.repetition_penalty)
+                for sampling in candidate_samplings(args, args.entigraph_max_tokens, seed):
                     out.append(Job(ChatRequest.chat(system, user, sampling), "entigraph",
                                    "entigraph/pair" if size == 2 else "entigraph/triple", prompt.version, doc_id,
                                    [c["chunk_id"] for c in best], context, {"entities": list(combo)}))

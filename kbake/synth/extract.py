@@ -19,7 +19,7 @@ from kbake.llm import Completion, Sampling
 from kbake.llm.base import ChatRequest
 from kbake.run import SynthItem
 from kbake.synth.filters import content_words, numbers
-from kbake.synth.job import Job, passage
+from kbake.synth.job import Job, candidate_samplings, passage
 from kbake.synth.parse import parse_question
 from kbake.synth.prompts import load_prompt
 
@@ -66,9 +66,8 @@ def question_jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: i
             text = passage(c, args)
             for kind, span, sentence in answer_spans(c["text"], args.extract_per_chunk):
                 system, user = prompt.render(chunk=text, span=span, sentence=sentence)
-                for cand in range(args.candidates):
-                    sampling = Sampling(64, args.temperature, args.top_p, seed + cand, args.repetition_penalty,
-                                        QUESTION_SCHEMA if args.structured_output else None)
+                schema = QUESTION_SCHEMA if args.structured_output else None
+                for sampling in candidate_samplings(args, 64, seed, schema):
                     out.append(Job(ChatRequest.chat(system, user, sampling), "extract", f"extract/{kind}",
                                    prompt.version, doc_id, [c["chunk_id"]], text, {"span": span}))
     return out

@@ -6,11 +6,11 @@ Kept only if it states the pair's answer and invents no number."""
 from __future__ import annotations
 
 from kbake.config import SynthArgs
-from kbake.llm import Completion, Sampling
+from kbake.llm import Completion
 from kbake.llm.base import ChatRequest
 from kbake.run import SynthItem
 from kbake.synth.filters import content_words, numbers
-from kbake.synth.job import Job, passage, passage_items
+from kbake.synth.job import Job, candidate_samplings, passage, passage_items
 from kbake.synth.prompts import load_prompt
 
 
@@ -25,9 +25,7 @@ def jobs(chunks_by_doc: dict[str, list[dict]], qa_items: list[SynthItem], args: 
             continue
         text = passage(c, args)
         system, user = prompt.render(chunk=text, question=it.question)
-        for cand in range(args.candidates):
-            sampling = Sampling(args.rephrase_max_tokens, args.temperature, args.top_p, seed + cand,
-                                args.repetition_penalty)
+        for sampling in candidate_samplings(args, args.rephrase_max_tokens, seed):
             out.append(Job(ChatRequest.chat(system, user, sampling), "focal", "focal/qa", prompt.version,
                            it.doc_id, [c["chunk_id"]], text, {"answer": it.answer, "question": it.question}))
     return out

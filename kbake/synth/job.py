@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kbake.llm import ChatRequest, Completion
+from kbake.llm import ChatRequest, Completion, Sampling
 from kbake.run import SynthItem
 from kbake.synth.parse import clean_passage
 
@@ -25,6 +25,13 @@ class Job:
     @property
     def key(self) -> str:
         return self.request.cache_key("")[:16]
+
+
+def candidate_samplings(args, max_tokens: int, seed: int, json_schema: str | None = None) -> list[Sampling]:
+    """The sampling of each of a request's `args.candidates` answers: the recipe's temperature,
+    top-p and repetition penalty under seeds seed, seed+1, …"""
+    return [Sampling(max_tokens, args.temperature, args.top_p, seed + k, args.repetition_penalty, json_schema)
+            for k in range(args.candidates)]
 
 
 def passage(chunk: dict, args) -> str:

@@ -10,10 +10,10 @@ import json
 import random
 
 from kbake.config import SynthArgs
-from kbake.llm import Completion, Sampling
+from kbake.llm import Completion
 from kbake.llm.base import ChatRequest
 from kbake.run import SynthItem
-from kbake.synth.job import Job, passage
+from kbake.synth.job import Job, candidate_samplings, passage
 from kbake.synth.parse import parse_qa
 from kbake.synth.prompts import load_prompt
 
@@ -40,24 +40,24 @@ def jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: int) -> li
     out: list[Job] = []
     for doc_id, chunks in chunks_by_doc.items():
         for c in chunks:
-            for qtype, cand in ((t, k) for t in args.qa_types for k in range(args.candidates)):
-                sampling = Sampling(args.qa_max_tokens, args.temperature, args.top_p, seed + cand,
-                                    args.repetition_penalty, schema)
-                if qtype == "compare":
-                    others = [o for o in chunks if o["chunk_id"] != c["chunk_id"]]
-                    if not others:
-                        continue
-                    other = others[rng.randrange(len(others))] if cand == 0 else other
-                    prompt = load_prompt("qa_compare_json" if structured else "qa_compare")
-                    system, user = prompt.render(chunk=passage(c, args), other=passage(other, args), n=str(args.qa_per_request))
-                    ids, context = [c["chunk_id"], other["chunk_id"]], passage(c, args) + "\n\n" + passage(other, args)
-                else:
-                    prompt = load_prompt("qa_json" if structured else "qa")
-                    system, user = prompt.render(chunk=passage(c, args), n=str(args.qa_per_request), qtype=qtype,
-                                                 instruction=INSTRUCTIONS[qtype])
-                    ids, context = [c["chunk_id"]], passage(c, args)
-                out.append(Job(ChatRequest.chat(system, user, sampling), "qa", f"qa/{qtype}", prompt.version,
-                               doc_id, ids, context))
+            for qtype in args.qa_types:
+                for cand, sampling in enumerate(candidate_samplings(args, args.qa_max_tokens, seed, schema)):
+                    if qtype == "compare":
+                        others = [o for o in chunks if o["chunk_id"] != c["chunk_id"]]
+                        if not others:
+                            continue
+                        other = others[rng.randrange(len(others))] if cand == 0 else other
+                        prompt = load_prompt("qa_compare_json" if structured else "qa_compare")
+                        system, user = prompt.render(chunk=passage(c, args), other=passage(other, args),
+                                                     n=str(args.qa_per_request))
+                        ids, context = [c["chunk_id"], other["chunk_id"]], passage(c, args) + "\n\n" + passage(other, args)
+                    else:
+                        prompt = load_prompt("qa_json" if structured else "qa")
+                        system, user = prompt.render(chunk=passage(c, args), n=str(args.qa_per_request), qtype=qtype,
+                                                     instruction=INSTRUCTIONS[qtype])
+                        ids, context = [c["chunk_id"]], passage(c, args)
+                    out.append(Job(ChatRequest.chat(system, user, sampling), "qa", f"qa/{qtype}", prompt.version,
+                                   doc_id, ids, context))
     return out
 
 

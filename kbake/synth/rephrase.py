@@ -4,9 +4,8 @@ CPT), so the same facts appear in many surface forms."""
 from __future__ import annotations
 
 from kbake.config import SynthArgs
-from kbake.llm import Sampling
 from kbake.llm.base import ChatRequest
-from kbake.synth.job import Job, passage, passage_items
+from kbake.synth.job import Job, candidate_samplings, passage, passage_items
 from kbake.synth.prompts import load_prompt
 
 STYLES = {
@@ -23,12 +22,11 @@ def jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: int) -> li
     out = []
     for doc_id, chunks in chunks_by_doc.items():
         for c in chunks:
-            for style, cand in ((s, k) for s in args.rephrase_styles for k in range(args.candidates)):
+            for style in args.rephrase_styles:
                 system, user = prompt.render(chunk=passage(c, args), instruction=STYLES[style])
-                sampling = Sampling(args.rephrase_max_tokens, args.temperature, args.top_p, seed + cand,
-                                    args.repetition_penalty)
-                out.append(Job(ChatRequest.chat(system, user, sampling), "rephrase", f"rephrase/{style}",
-                               prompt.version, doc_id, [c["chunk_id"]], passage(c, args)))
+                for sampling in candidate_samplings(args, args.rephrase_max_tokens, seed):
+                    out.append(Job(ChatRequest.chat(system, user, sampling), "rephrase", f"rephrase/{style}",
+                                   prompt.version, doc_id, [c["chunk_id"]], passage(c, args)))
     return out
 
 
