@@ -116,7 +116,7 @@ LLM_HELP = "'local' (embedded SmolLM2), 'local:NAME' (HF id or folder) or 'opena
 @app.command()
 def synth(
     run: Path = typer.Option(..., "--run", "-r", help=RUN_HELP),
-    kind: Optional[str] = typer.Option(None, help="Comma-separated generators: qa,extract,rephrase,focal,entigraph,changes."),
+    kind: Optional[str] = typer.Option(None, help="Comma-separated generators: qa,extract,rephrase,focal,entigraph,changes, and from the fact table (no LLM) restate,fact_qa."),
     llm: Optional[str] = typer.Option(None, help=LLM_HELP),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (vLLM)."),
     api_key_env: Optional[str] = typer.Option(None, help="Environment variable that holds the API key."),
@@ -134,7 +134,10 @@ def synth(
     qa: question-answer pairs per chunk; extract: a question for each rule-picked answer
     span, kept after a round trip; rephrase: each chunk in several styles; focal: a passage
     around each QA pair's question; entigraph: entities, then analyses of how pairs and
-    triples of them relate; changes: what changed between dated filings. Items that fail the
+    triples of them relate; changes: what changed between dated filings. restate and
+    fact_qa need no LLM: every table row's facts go to RUN/facts.parquet, then restate writes
+    K restatements of each fact and row passages, fact_qa QA pairs in several wordings for
+    the facts not held out (docs/synth.md). Items that fail the
     format, grounding, duplicate or leak (too close to a probe) filters are dropped and
     counted (docs/synth.md). Every call is cached in RUN/cache/llm.sqlite: a re-run makes no calls, a
     killed run resumes.
@@ -206,6 +209,15 @@ def _print_stats(rd) -> None:
     for d, v in st["per_doc"].items():
         typer.echo(f"  {d}: {v['source_tokens']:,} source tokens -> {v['synthetic_tokens']:,} synthetic")
     typer.echo(f"expansion ratio: {st['expansion_ratio']:.2f}x (synthetic tokens / source tokens)")
+    if "facts" in st:
+        f = st["facts"]
+        by = lambda d: ", ".join(f"{v} {k}" for k, v in d.items())  # noqa: E731
+        typer.echo(f"facts ({rd.facts}): {f['n']} from {f['rows']} table rows; by source: {by(f['by_source'])}; "
+                   f"by split: {by(f['by_split'])}")
+        for d, n in f["by_doc"].items():
+            typer.echo(f"  {d}: {n} facts")
+        typer.echo(f"fact corpus: {f['synthetic_tokens']:,} tokens from {f['source_tokens']:,} tokens of the chunks the "
+                   f"facts come from: {f['expansion_ratio']:.1f}x")
 
 
 @app.command()
@@ -214,6 +226,7 @@ def probes(
     llm: Optional[str] = typer.Option(None, help=LLM_HELP),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint."),
     per_chunk: Optional[int] = typer.Option(None, help="Probe questions per chunk."),
+    facts: bool = typer.Option(False, "--facts", help="Add probes written from the fact table (after `kbake synth --kind restate,fact_qa`; no LLM), keeping the probes already there."),
     force: bool = typer.Option(False, "--force", help="Replace an existing probes.jsonl (e.g. hand-written ones)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before sending documents to a remote endpoint."),
     recipe: Optional[Path] = typer.Option(None, "--recipe", help=RECIPE_HELP),
@@ -224,15 +237,29 @@ def probes(
 
     Each probe: question, correct answer, three distractors, reference, source chunk. The
     probes are never trained on: `kbake synth` drops items too close to them.
+
+    With --facts: one probe per fact of RUN/facts.parquet, asked in a wording no training
+    template uses, with distractors from the same line item's other periods and neighbouring
+    rows; kind fact_qa (its QA pairs were trained) or fact_heldout (only restatements were).
+    Earlier fact probes are replaced, other probes kept.
     """
     from kbake.llm import LLMError
     from kbake.run import RunDir
-    from kbake.synth import make_probes
+    from kbake.synth import make_fact_probes, make_probes
 
     cfg = _recipe(recipe, set_, {"probes.llm": llm, "probes.base_url": base_url, "probes.per_chunk": per_chunk})
     rd = RunDir.at(run)
     if not rd.chunks.exists():
         _fail(f"{rd.chunks}: no chunks; run `kbake ingest DOCS --run {run}` first")
+    if facts:
+        try:
+            counts = make_fact_probes(rd, cfg.probes, cfg.synth, seed=cfg.seed)
+        except (FileNotFoundError, ValueError) as e:
+            _fail(str(e), 1)
+        save_resolved(cfg, rd.config_path("probes"))
+        typer.echo(f"wrote {sum(counts.values())} fact probes to {rd.probes} ("
+                   + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")")
+        return
     if rd.probes.exists() and not force:
         _fail(f"{rd.probes} exists; pass --force to replace it")
     _remote_notice(run, cfg.probes, f"{cfg.probes.per_chunk} request(s) per chunk", yes)

@@ -51,6 +51,39 @@ class IngestArgs(StageArgs):
         return self
 
 
+# Wordings of the fact corpus (kbake/synth/augment.py): {entity}, {attribute}, {period}, {value}.
+# Probes ask in wordings no training template uses, so a probe measures recall, not a seen question.
+FACT_STATEMENT_TEMPLATES = [
+    "{entity}'s {attribute} for {period} was {value}.",
+    "In {period}, {entity} reported {attribute} of {value}.",
+    "{value} was the {attribute} of {entity} in {period}.",
+    "For {period}, the {attribute} at {entity} came to {value}.",
+    "{entity} recorded {value} in {attribute} for {period}.",
+    "The {attribute} figure for {entity} in {period}: {value}.",
+    "During {period}, {entity}'s {attribute} stood at {value}.",
+    "{attribute} at {entity}, {period}: {value}.",
+    "According to its annual report, {entity} had {attribute} of {value} in {period}.",
+    "The annual report of {entity} puts its {attribute} for {period} at {value}.",
+]
+
+FACT_QUESTION_TEMPLATES = [
+    "What was {entity}'s {attribute} for {period}?",
+    "How much was the {attribute} of {entity} in {period}?",
+    "In {period}, what did {entity} report for {attribute}?",
+    "What figure did {entity} give for its {attribute} in {period}?",
+    "Tell me {entity}'s {attribute} in {period}.",
+    "What {attribute} did {entity} have for {period}?",
+]
+
+FACT_PROBE_TEMPLATES = [
+    "Looking at {period}, what is the value of {entity}'s {attribute}?",
+    "Which amount matches the {attribute} of {entity} for {period}?",
+    "For {period}, {entity}'s {attribute} amounted to what?",
+    "What number did {entity} disclose as {attribute} for {period}?",
+]
+
+
+
 class LLMArgs(StageArgs):
     """Which LLM writes synthetic data and probes, and how to call it."""
 
@@ -95,10 +128,13 @@ class LLMArgs(StageArgs):
 class SynthArgs(LLMArgs):
     """Options of `kbake synth`: the synthetic corpus generators and their filters."""
 
-    kinds: list[Literal["qa", "extract", "rephrase", "focal", "entigraph", "changes"]] = ["qa", "rephrase", "entigraph"]
+    kinds: list[Literal["qa", "extract", "rephrase", "focal", "entigraph", "changes", "restate", "fact_qa"]] = [
+        "qa", "rephrase", "entigraph"]
     """Generators to run: qa, extract (questions for rule-picked answer spans, kept after a round trip),
-    rephrase, focal (a passage around each QA pair's question, after qa), entigraph (LLM-written) and changes
-    (what changed between dated documents of one entity: a deterministic diff of table rows, docs/synth.md)."""
+    rephrase, focal (a passage around each QA pair's question, after qa), entigraph (LLM-written), changes
+    (what changed between dated documents of one entity: a deterministic diff of table rows), and from the
+    fact table (RUN/facts.parquet, written from the table rows, no LLM call) restate (K restatements of every
+    fact, row passages) and fact_qa (QA pairs of the facts not held out): docs/synth.md."""
     candidates: int = Field(1, ge=1, le=16)
     """Answers sampled per request (seed, seed+1, ...; prompts are shared, so the local backend prefills
     each once). QA pairs from all candidates are kept (duplicates removed); of a passage request's
@@ -141,6 +177,19 @@ class SynthArgs(LLMArgs):
     """Cosine similarity (embedder) to any probe question at or above which an item is dropped as a leak."""
     embedder: str = "default"
     """Sentence-transformers model of the leak filter: 'default' (all-MiniLM-L6-v2), a HF id or a folder."""
+    fact_restatements: int = Field(5, ge=1, le=100)
+    """restate: restatements written per fact (K), each a template with its own naming of the entity and period."""
+    fact_row_passages: int = Field(2, ge=0, le=50)
+    """restate: passages per table row stating all its facts, each in a shuffled order."""
+    fact_qa_wordings: int = Field(3, ge=1, le=50)
+    """fact_qa: question wordings trained per fact of split 'qa'."""
+    fact_heldout_share: float = Field(0.4, ge=0.0, lt=1.0)
+    """Share of facts held out of fact_qa (seeded): only their restatements are trained, and their probes
+    (kind fact_heldout) measure what restatements alone teach."""
+    fact_statement_templates: list[str] = Field(default_factory=lambda: list(FACT_STATEMENT_TEMPLATES), min_length=1)
+    """restate wordings, with {entity}, {attribute}, {period} and {value}."""
+    fact_question_templates: list[str] = Field(default_factory=lambda: list(FACT_QUESTION_TEMPLATES), min_length=1)
+    """fact_qa question wordings, with {entity}, {attribute} and {period}; fact probes never use one of these."""
 
 
 class ProbesArgs(LLMArgs):
@@ -155,6 +204,8 @@ class ProbesArgs(LLMArgs):
     dev_share: float = Field(0.5, ge=0.0, lt=1.0)
     """Share of the probes marked `split: dev` (choose recipes on these; the rest, `test`, are
     the reported numbers). Whole chunks go to one split, so no passage is in both."""
+    fact_templates: list[str] = Field(default_factory=lambda: list(FACT_PROBE_TEMPLATES), min_length=1)
+    """`kbake probes --facts` question wordings ({entity}, {attribute}, {period}); none may be a synth.fact_question_templates wording."""
 
 
 class TrainArgs(StageArgs):
@@ -174,7 +225,7 @@ class TrainArgs(StageArgs):
     base_model: str = "default"
     """Model to train: 'default' (embedded SmolLM2-135M-Instruct), a HF id or a folder."""
     data: list[str] = ["qa", "entigraph"]
-    """Corpora to train on: synth kinds (qa, rephrase, entigraph, changes) and/or 'raw' (the chunks themselves)."""
+    """Corpora to train on: synth kinds (qa, extract, rephrase, focal, entigraph, changes, restate, fact_qa) and/or 'raw' (the chunks themselves)."""
     data_weights: dict[str, float] = {}
     """Repeat factor per corpus (2.0 = each item twice, 0.5 = a random half); default 1.0."""
     replay_ratio: float = Field(0.1, ge=0.0, lt=1.0)
@@ -288,7 +339,7 @@ class TrainArgs(StageArgs):
         unknown = [r for r in self.grpo_rewards if r not in REWARDS]
         if unknown:
             raise ValueError(f"unknown grpo reward {unknown[0]!r}; allowed: {', '.join(sorted(REWARDS))}")
-        known = {"qa", "extract", "rephrase", "focal", "entigraph", "changes", "raw"}
+        known = {"qa", "extract", "rephrase", "focal", "entigraph", "changes", "restate", "fact_qa", "raw"}
         bad = [d for d in [*self.data, *self.data_weights] if d not in known]
         if bad:
             raise ValueError(f"unknown corpus {bad[0]!r}; allowed: {', '.join(sorted(known))}")

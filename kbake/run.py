@@ -65,6 +65,11 @@ class RunDir:
         return self.root / "probes.jsonl"
 
     @property
+    def facts(self) -> Path:
+        """The fact table (kbake/synth/facts.py)."""
+        return self.root / "facts.parquet"
+
+    @property
     def synth_dir(self) -> Path:
         return self.root / "synth"
 
@@ -336,6 +341,8 @@ class Probe:
     """An update probe: the date (YYYY-MM-DD) from which `answer` is true ('' for a timeless fact)."""
     stale: list = field(default_factory=list)
     """An update probe: earlier values, [{"as_of": "YYYY-MM-DD", "value": "..."}], each also among the distractors."""
+    group: str = ""
+    """The part of the document the probe asks about (fact probes: their table), for the report's knowledge map."""
 
 
 SPLITS = ("dev", "test")

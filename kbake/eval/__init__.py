@@ -241,10 +241,46 @@ def memory_diagnostics(model, tok, probes) -> dict:
     return out
 
 
+LEARNING_KINDS = ("fact_qa", "paraphrase")
+"""Kinds learning is judged on, first present wins: fact probes of QA-trained facts asked in new
+wordings (hundreds per filing: intervals of a few points), then paraphrased hand-written probes
+(answering a reworded question is knowing, verbatim is recall of the text)."""
+
+
 def learning_kind(probes) -> str | None:
-    """The probe kind learning is judged on: paraphrased probes when there are any (answering a
-    reworded question is knowing, verbatim is recall of the text), else all probes (None)."""
-    return "paraphrase" if any(p.kind == "paraphrase" and p.split == "test" for p in probes) else None
+    """The probe kind learning is judged on (`LEARNING_KINDS`), else all probes (None)."""
+    return next((k for k in LEARNING_KINDS if any(p.kind == k and p.split == "test" for p in probes)), None)
+
+
+def knowledge_map(probes, base_closed: list[dict], closed: list[dict]) -> list[dict]:
+    """Per part of the document (a probe's `group`: a fact probe's table), test probes answered
+    closed book by the base and by the model, held-out facts and QA-trained facts apart: which
+    parts of the filing got in. Empty when no probe names a group."""
+    rows: dict[str, dict] = {}
+    for p, b, m in zip(probes, base_closed, closed):
+        if not p.group or p.split != "test":
+            continue
+        part = "heldout" if p.kind == "fact_heldout" else "qa" if p.kind == "fact_qa" else "other"
+        r = rows.setdefault(p.group, {"group": p.group, **{f"{k}_{x}": 0 for k in ("heldout", "qa", "other")
+                                                            for x in ("n", "base", "model")}})
+        r[f"{part}_n"] += 1
+        r[f"{part}_base"] += int(b["correct"])
+        r[f"{part}_model"] += int(m["correct"])
+    return sorted(rows.values(), key=lambda r: -(r["heldout_n"] + r["qa_n"]))
+
+
+def closed_vs_base_rag(model_items: dict, base_items: dict, probes, seed: int) -> dict:
+    """Closed book of a trained model minus RAG on the base model, paired over test probes, for
+    all of them and per kind: does the baked model answer without retrieval what retrieval does?"""
+    out = {}
+    test = [i for i, p in enumerate(probes) if p.split == "test"]
+    for k in [None, *_kinds(probes)]:
+        sel = [i for i in test if k is None or probes[i].kind == k]
+        if sel:
+            out["all" if k is None else k] = paired_bootstrap([float(base_items["rag"][i]["correct"]) for i in sel],
+                                                              [float(model_items["closed"][i]["correct"]) for i in sel],
+                                                              seed=seed)
+    return out
 
 
 def changes(model_items: dict, base_items: dict, probes, seed: int) -> dict:
@@ -342,6 +378,8 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
                    train_seconds=state.get("train_seconds"), data=_train_data(folder), steps=state.get("global_step"),
                    init=state.get("init"), ingest_round=state.get("ingest_round"))
         res["vs_base"] = changes(res["_items"], base_items, probes, recipe.seed)
+        res["closed_vs_base_rag"] = closed_vs_base_rag(res["_items"], base_items, probes, recipe.seed)
+        res["knowledge_map"] = knowledge_map(probes, base_items["closed"], res["_items"]["closed"])
         res["trajectory"] = _trajectory(folder, res, data, args, precision, base_items, recipe.seed, progress)
         models.append(res)
     by_name = {m["name"]: m for m in models}

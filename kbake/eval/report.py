@@ -17,7 +17,7 @@ from pathlib import Path
 from kbake.eval.intervals import items_to_see, paired_bootstrap
 from kbake.run import atomic_write_bytes, atomic_write_text
 
-COLUMNS = ["model", "method", "closed-book acc", "paraphrase acc", "verbatim acc", "margin", "dev acc", "RAG acc",
+COLUMNS = ["model", "method", "closed-book acc", "paraphrase acc", "verbatim acc", "fact-QA acc", "fact held-out acc", "margin", "dev acc", "RAG acc",
            "trained+RAG acc", "short-answer F1", "general-eval acc", "novel ppl change", "replay-domain ppl change",
            "KL", "general QA F1", "trainable params", "train time"]
 SET_NAMES = {"arc_easy": "ARC-Easy", "piqa": "PIQA", "hellaswag": "HellaSwag", "sciq": "SciQ"}
@@ -45,10 +45,51 @@ def beyond_noise(c: dict | None) -> bool:
     return bool(c) and (c["lo"] > 0 or c["hi"] < 0)
 
 
+KIND_LABELS = {"paraphrase": "paraphrased test probes", "verbatim": "verbatim test probes",
+               "fact_qa": "fact probes of QA-trained facts (test, wordings never trained)",
+               "fact_heldout": "fact probes of held-out facts (test; only restatements trained)",
+               "generated": "generated test probes"}
+
+
 def learning_key(metrics: dict) -> tuple[str, str]:
-    """(key in closed_book / vs_base suffix, label) of the learning figure: paraphrased test probes if any."""
+    """(key in closed_book / vs_base suffix, label) of the learning figure: eval's learning_kind."""
     k = metrics["probes"].get("learning_kind")
     return (f"acc_{k}", f"closed_book_{k}") if k else ("acc", "closed_book")
+
+
+def learning_label(metrics: dict) -> str:
+    k = metrics["probes"].get("learning_kind")
+    return KIND_LABELS.get(k, f"{k} test probes") if k else "test probes"
+
+
+def kind_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
+    """Per probe kind (test split): the base's closed-book and RAG accuracy, then each trained
+    model's closed-book change and its closed book minus RAG on the base, with intervals."""
+    kinds = metrics["probes"].get("kinds", {})
+    models = metrics["models"]
+    base = models[0]
+    header = ["probe kind", "test probes", "base closed book", "base RAG"]
+    for m in models[1:]:
+        header += [f"{m['name']} closed book (change)", f"{m['name']} minus base RAG"]
+    rows = []
+    for k, n in kinds.items():
+        row = [k, str(n), _pct(base["closed_book"].get(f"acc_{k}")), _pct((base.get("rag") or {}).get(f"acc_{k}"))]
+        for m in models[1:]:
+            row += [_with_change(m["closed_book"].get(f"acc_{k}"), m.get("vs_base", {}).get(f"closed_book_{k}")),
+                    fmt_change((m.get("closed_vs_base_rag") or {}).get(k), counts=True)]
+        rows.append(row)
+    return header, rows
+
+
+def knowledge_map_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
+    """The knowledge map of each trained model: per table, test facts answered by base -> model."""
+    header = ["model", "table", "held-out facts: base -> model", "QA-trained facts: base -> model"]
+    rows = []
+    for m in metrics["models"][1:]:
+        for r in m.get("knowledge_map") or []:
+            cell = lambda k: f"{r[k + '_base']} -> {r[k + '_model']} of {r[k + '_n']}" if r[k + "_n"] else "—"  # noqa: E731
+            rows.append([m["name"], r["group"], cell("heldout"), cell("qa")])
+    return header, rows
 
 
 def _with_change(value, change: dict | None) -> str:
@@ -68,6 +109,8 @@ def table_rows(metrics: dict) -> list[list[str]]:
             m["name"], m["method"], _with_change(cb["acc"], vs.get("closed_book")),
             _with_change(cb.get("acc_paraphrase"), vs.get("closed_book_paraphrase")),
             _with_change(cb.get("acc_verbatim"), vs.get("closed_book_verbatim")),
+            _with_change(cb.get("acc_fact_qa"), vs.get("closed_book_fact_qa")),
+            _with_change(cb.get("acc_fact_heldout"), vs.get("closed_book_fact_heldout")),
             _num(cb.get("margin"), "{:+.3f}") + (f" ({fmt_change(vs['margin'], 1, digits=3)})" if vs.get("margin") else ""),
             _pct(dev["acc"]) if dev else "—",
             _pct(base_rag), "—" if is_base else _pct(m["rag"]["acc"]),
@@ -108,8 +151,7 @@ def verdicts(metrics: dict) -> list[str]:
     models = metrics["models"]
     base = models[0]
     key, vkey = learning_key(metrics)
-    label = "paraphrased test probes" if key != "acc" else "test probes"
-    n = metrics["probes"].get("kinds", {}).get("paraphrase") if key != "acc" else metrics["probes"].get("n_test")
+    label = learning_label(metrics)
     out = []
     for m in models[1:]:
         vs = m.get("vs_base", {})
@@ -325,7 +367,7 @@ def _plots(metrics: dict) -> dict[str, bytes]:
     ax.axhline(0, color="gray", lw=0.6)
     ax.axvline(0, color="gray", lw=0.6)
     ax.set_xlabel("forgetting: general-eval accuracy change (points)")
-    ax.set_ylabel(f"learning: {'paraphrased' if key != 'acc' else 'all'} test probes, change (points)")
+    ax.set_ylabel(f"learning: {learning_label(metrics)}, change (points)", fontsize=8)
     ax.set_title("Learning vs forgetting, through each run's checkpoints\n(bars: paired 95% intervals; up and right is better)",
                  fontsize=9)
     ax.grid(alpha=0.3)
@@ -382,6 +424,12 @@ def _sections(metrics: dict) -> list[tuple[str, str, object]]:
     if ge_rows:
         out.append(("General-eval accuracy per set", "table", (ge_header, ge_rows)))
     out.append(("What the numbers say", "list", verdicts(metrics)))
+    if len(metrics["probes"].get("kinds", {})) > 1:
+        out.append(("By probe kind (test probes)", "table", kind_rows(metrics)))
+    km_header, km_rows = knowledge_map_rows(metrics)
+    if km_rows:
+        out.append(("Knowledge map: which tables got in (test fact probes answered closed book)", "table",
+                    (km_header, km_rows)))
     up_header, up_rows = update_rows(metrics)
     if up_rows:
         n = next((u["n"] for m in metrics["models"] for u in (m.get("updates") or {}).values() if u), 0)
@@ -465,7 +513,8 @@ def print_results(metrics: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    keep = ["model", "paraphrase acc", "dev acc", "RAG acc", "trained+RAG acc", "general-eval acc",
+    learn = "fact-QA acc" if metrics["probes"].get("learning_kind") == "fact_qa" else "paraphrase acc"
+    keep = ["model", learn, "dev acc", "RAG acc", "trained+RAG acc", "general-eval acc",
             "novel ppl change", "train time"]
     idx = [COLUMNS.index(c) for c in keep]
     console = Console(width=None if sys.stdout.isatty() else 160)

@@ -18,12 +18,15 @@ from kbake.config import ProbesArgs, SynthArgs
 from kbake.llm import CachedLLM, make_llm
 from kbake.run import (RunDir, SynthItem, atomic_write_jsonl, load_manifest, provenance, read_chunks, read_items,
                        read_probes, save_stage, write_items)
-from kbake.synth import changes, entigraph, extract, focal, qa, rephrase
+from kbake.synth import augment, changes, entigraph, extract, focal, qa, rephrase
+from kbake.synth import facts as fact_table
 from kbake.synth import probes as probe_gen
 from kbake.synth.filters import dedup_filter, grounding_filter, leak_filter, numbers
 from kbake.synth.job import Job
 
-KINDS = ("qa", "extract", "rephrase", "focal", "entigraph", "changes")
+KINDS = ("qa", "extract", "rephrase", "focal", "entigraph", "changes", "restate", "fact_qa")
+FACT_KINDS = ("restate", "fact_qa")
+"""Written from the fact table by templates: correct by construction, so only the leak filter applies."""
 
 
 @dataclass
@@ -143,6 +146,10 @@ def synth(run: RunDir, args: SynthArgs, *, seed: int = 0, progress: bool = True,
     report = SynthReport()
     t0 = time.perf_counter()
     done: dict[str, list[SynthItem]] = {}
+    facts = None
+    if any(k in FACT_KINDS for k in args.kinds):
+        facts = fact_table.build_facts([c for cs in by_doc.values() for c in cs], args.fact_heldout_share, seed)
+        fact_table.write_facts(run, facts)
     # focal writes around the QA pairs' questions, so it runs after qa whatever the order given.
     for kind in sorted(args.kinds, key=lambda k: k == "focal"):
         rep = report.kinds.setdefault(kind, KindReport())
@@ -158,6 +165,21 @@ def synth(run: RunDir, args: SynthArgs, *, seed: int = 0, progress: bool = True,
             pairs = changes.items(by_doc)
             rep.jobs = 0
             jobs = []
+        elif kind in FACT_KINDS:  # deterministic: templates over the fact table, no LLM call
+            jobs = []
+            rep.jobs = 0
+            if kind == "restate":
+                items = (augment.restatements(facts, args.fact_restatements, args.fact_statement_templates, seed)
+                         + augment.row_passages(facts, args.fact_row_passages, seed))
+            else:
+                items = augment.fact_qa(facts, args.fact_qa_wordings, args.fact_question_templates, seed)
+            # Fact probes ask in wordings no template trains; hand-written and generated probes must not leak.
+            guarded = [p for p in probes if not p.kind.startswith("fact_")]
+            items, rep.removed["leak"] = leak_filter(items, guarded, embedder, args.leak_threshold) if guarded else (items, 0)
+            rep.items = len(items)
+            done[kind] = items
+            write_items(run.synth_dir / f"{kind}.jsonl", items)
+            continue
         elif kind == "extract":
             qjobs = extract.question_jobs(by_doc, args, seed)
             qcomps = complete_jobs(llm, qjobs, "extract: questions", progress)
@@ -198,6 +220,8 @@ def synth(run: RunDir, args: SynthArgs, *, seed: int = 0, progress: bool = True,
     entry["kinds"] = {**prior, **{k: {"jobs": r.jobs, "items": r.items, "removed": dict(r.removed)} for k, r in report.kinds.items()}}
     entry["llm"] = {"calls": report.calls, "cache_hits": report.cache_hits, "tokens": report.tokens,
                     "dropped": llm.stats.dropped}
+    if facts is not None:
+        entry["facts"] = fact_table.fact_stats(facts)
     save_stage(run, "synth", entry)
     return report
 
@@ -232,6 +256,29 @@ def make_probes(run: RunDir, args: ProbesArgs, *, seed: int = 0, progress: bool 
     entry.update(n_probes=len(kept), n_dev=sum(p.split == "dev" for p in kept), removed=dict(counts))
     save_stage(run, "probes", entry)
     counts["kept"] = len(kept)
+    return dict(counts)
+
+
+def make_fact_probes(run: RunDir, args: ProbesArgs, synth_args: SynthArgs, *, seed: int = 0) -> dict[str, int]:
+    """Add multiple-choice probes written from the fact table to RUN/probes.jsonl (replacing
+    earlier fact probes, keeping hand-written and generated ones); returns counts per kind and split."""
+    facts = fact_table.read_facts(run)
+    new = augment.fact_probes(facts, args.fact_templates, synth_args.fact_question_templates, args.dev_share, seed)
+    trained = set()
+    for kind in FACT_KINDS:
+        path = run.synth_dir / f"{kind}.jsonl"
+        if path.exists():
+            trained |= {it.question or it.text for it in read_items(path)}
+    leaked = [p.id for p in new if p.question in trained]
+    if leaked:
+        raise ValueError(f"{run.synth_dir}: probe {leaked[0]} asks in a wording that is trained; change probes.fact_templates")
+    kept = [p for p in (read_probes(run.probes) if run.probes.exists() else []) if not p.kind.startswith("fact_")]
+    atomic_write_jsonl(run.probes, [asdict(p) for p in kept + new])
+    counts = Counter(f"{p.kind}/{p.split}" for p in new)
+    entry = provenance(args.model_dump(mode="json"), seed=seed, model="templates")
+    entry.update(n_probes=len(kept) + len(new), n_fact_probes=len(new), fact_probes=dict(counts),
+                 facts_without_distractors=len(facts) - len(new))
+    save_stage(run, "probes", entry)
     return dict(counts)
 
 
@@ -286,7 +333,15 @@ def corpus_stats(run: RunDir, tokenizer, embedder=None) -> dict:
             kinds[kind]["spread"] = embedding_spread(texts, embedder)
     source = sum(source_by_doc.values())
     synthetic = sum(k["tokens"] for k in kinds.values())
-    return {"kinds": kinds, "source_tokens": source, "synthetic_tokens": synthetic,
+    facts = {}
+    if run.facts.exists():
+        table = fact_table.read_facts(run)
+        fact_chunks = {f.chunk_id for f in table}
+        fact_source = sum(ntok(c["text"]) for c in chunks if c["chunk_id"] in fact_chunks)
+        fact_tokens = sum(kinds.get(k, {}).get("tokens", 0) for k in FACT_KINDS)
+        facts = {"facts": {**fact_table.fact_stats(table), "source_tokens": fact_source, "synthetic_tokens": fact_tokens,
+                           "expansion_ratio": fact_tokens / fact_source if fact_source else 0.0}}
+    return {**facts, "kinds": kinds, "source_tokens": source, "synthetic_tokens": synthetic,
             "expansion_ratio": synthetic / source if source else 0.0,
             "per_doc": {d: {"source_tokens": s, "synthetic_tokens": per_doc.get(d, 0)} for d, s in source_by_doc.items()}}
 

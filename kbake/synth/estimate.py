@@ -105,7 +105,7 @@ def plan(chunks_by_doc: dict[str, list[dict]], args, seed: int, tokenizer) -> di
             out[kind] = KindPlan(len(jobs) + rel_calls, count_tokens(jobs, tokenizer) + round(rel_calls * (rel_prompt + 2 * mean_chunk)),
                                  jobs[0].request.sampling.max_tokens if jobs else args.entigraph_max_tokens, jobs,
                                  rel_calls, args.entigraph_max_tokens)
-        elif kind == "changes":  # no LLM calls: a deterministic diff
+        elif kind in ("changes", "restate", "fact_qa"):  # no LLM calls: a diff, or templates over the fact table
             out[kind] = KindPlan(0, 0, 0)
         elif kind == "extract":  # questions up front; the round trips (at most one per question) later
             jobs = extract.question_jobs(chunks_by_doc, args, seed)
