@@ -53,3 +53,18 @@ def test_items_to_see():
     # 10% of items disagree; a 2-point drop clears a 95% interval at n >= 0.1 * (1.96/0.02)^2 = 961
     assert items_to_see(0.10, 0.02) == 961
     assert items_to_see(0.0, 0.02) is None
+
+
+def test_pooled_bootstrap_known_values_and_seed_spread():
+    from kbake.eval.intervals import pooled_bootstrap
+
+    base = [0.0] * 100
+    same = pooled_bootstrap(base, [[1.0] * 30 + [0.0] * 70] * 3)
+    assert same["diff"] == pytest.approx(0.30) and same["seeds"] == 3 and same["per_seed"] == pytest.approx([0.3] * 3)
+    assert same["lo"] < 0.30 < same["hi"] and same["gained"] == 30 and same["lost"] == 0
+    # the same mean from seeds that disagree: a wider interval
+    spread = pooled_bootstrap(base, [[1.0] * 10 + [0.0] * 90, [1.0] * 30 + [0.0] * 70, [1.0] * 50 + [0.0] * 50])
+    assert spread["diff"] == pytest.approx(0.30)
+    assert spread["hi"] - spread["lo"] > same["hi"] - same["lo"]
+    with pytest.raises(ValueError, match="one row of 100"):
+        pooled_bootstrap(base, [[1.0] * 99])

@@ -43,6 +43,29 @@ def paired_bootstrap(base, new, *, n_boot: int = N_BOOT, seed: int = 0, level: f
             "gained": int((d > 0).sum()), "lost": int((d < 0).sum())}
 
 
+def pooled_bootstrap(base, news, *, n_boot: int = N_BOOT, seed: int = 0, level: float = LEVEL) -> dict | None:
+    """A change pooled over training seeds: `news` holds one list of per-item scores per seed
+    (the same items as `base`). The estimate is the mean over seeds and items of new - base; the
+    interval resamples seeds, then items (a two-level bootstrap, Davison & Hinkley 1997 §3.8),
+    so seed-to-seed spread widens it as item noise does. Adds `seeds` and `per_seed` changes."""
+    b = np.asarray(base, dtype=float)
+    a = np.asarray(news, dtype=float)
+    if a.ndim != 2 or a.shape[1] != b.size:
+        raise ValueError(f"expected one row of {b.size} item scores per seed, got shape {a.shape}")
+    if b.size == 0 or a.shape[0] == 0:
+        return None
+    d = a - b  # [seeds, items]
+    rng = np.random.default_rng(seed)
+    s_idx = rng.integers(0, d.shape[0], size=(n_boot, d.shape[0]))
+    i_idx = rng.integers(0, d.shape[1], size=(n_boot, d.shape[1]))
+    boot = np.array([d[s_idx[k]][:, i_idx[k]].mean() for k in range(n_boot)])
+    lo, hi = _interval(boot, level)
+    mean_d = d.mean(axis=0)
+    return {"diff": float(d.mean()), "lo": lo, "hi": hi, "n": int(b.size), "seeds": int(d.shape[0]),
+            "per_seed": [float(x) for x in d.mean(axis=1)],
+            "gained": int((mean_d > 0).sum()), "lost": int((mean_d < 0).sum())}
+
+
 def paired_bootstrap_ppl(base_nll, new_nll, tokens, *, n_boot: int = N_BOOT, seed: int = 0,
                          level: float = LEVEL) -> dict | None:
     """Relative change of token-weighted perplexity, exp(Σnll/Σtokens), resampling passages:
