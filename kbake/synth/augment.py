@@ -135,7 +135,7 @@ def like(value: str, answer: str) -> str:
     return f"{head}{core}{tail}"
 
 
-def distractors(f: Fact, by_row: dict[str, list[Fact]], by_period: dict[tuple, list[Fact]], rng: random.Random,
+def distractors(f: Fact, by_row: dict[str, list[Fact]], by_period: dict[tuple, list[Fact]],
                 n: int = 3) -> list[str] | None:
     """Three wrong values: the same line item in other periods first, then neighbouring rows
     of the same table in the same period (the year and row binding a model gets wrong)."""
@@ -173,7 +173,7 @@ def fact_probes(facts: list[Fact], templates: list[str], training_templates: lis
     out = []
     for f in facts:
         rng = random.Random(f"{seed}|{f.fact_id}|probe")
-        wrong = distractors(f, by_row, by_period, rng)
+        wrong = distractors(f, by_row, by_period)
         if wrong is None:
             continue
         question = render(rng.choice(templates), f, rng.choice(entity_names(f)), rng.choice(period_names(f)))

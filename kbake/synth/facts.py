@@ -157,11 +157,10 @@ def row_facts(chunk: dict, line: str, row_index: int) -> list[Fact]:
         year, printed, rest = _period(cm.group("head"))
         if not year or len(rest.split()) > 6 or re.search(r"\d", rest):
             continue  # no period (a statement of equity's running balances), or wrapped header lines run together
-        key = f"{row_id}|{cm.group('head')}|{value}"
         out.append(Fact(fact_id="", entity=entity, attribute=attribute, section=section, column=rest, period=year,
                         period_text=printed, value=value, unit=unit_of(value), source="table",
                         doc_id=chunk["doc_id"], chunk_id=chunk["chunk_id"], row_id=row_id, row_index=row_index,
-                        evidence=line, as_of=chunk.get("as_of") or "", split=key))
+                        evidence=line, as_of=chunk.get("as_of") or ""))
     return out
 
 
