@@ -166,6 +166,29 @@ def test_synth_and_probes_from_an_ingested_filing(tmp_path, tiny_model, embedder
     assert st["facts"]["expansion_ratio"] > 5
 
 
+def test_the_same_filing_in_another_folder_gives_the_same_splits_and_texts(tmp_path, tiny_model, embedder_default):
+    """A run must not depend on where its documents lie: doc ids hash the path, so the seeds use
+    the document's name (CI's failed run of the tiny-model test had a split drawn from its tmp path)."""
+    rows = "".join(f"<tr><td>Line {i}</td><td>{100 + i}.0</td><td>{90 + i}.0</td></tr>" for i in range(12))
+    html = ("<p>Annual Report on Form 10-K for the fiscal year ended September 27, 2025</p>"
+            "<table><tr><td>(in millions)</td><td>Fiscal 2025</td><td>Fiscal 2024</td></tr>" + rows + "</table>")
+    outputs = []
+    for where in ("a", "b/c"):
+        doc = tmp_path / where / "acme-2025.html"
+        doc.parent.mkdir(parents=True)
+        doc.write_text(html)
+        rd = RunDir.at(tmp_path / where / "run")
+        ingest([str(doc)], rd, IngestArgs(tokenizer=tiny_model), progress=False)
+        args = SynthArgs(llm=f"local:{tiny_model}", kinds=["restate", "fact_qa"])
+        synth(rd, args, progress=False, embedder=embedder_default)
+        make_fact_probes(rd, ProbesArgs(), args, seed=0)
+        facts = pd.read_parquet(rd.facts)
+        outputs.append((list(facts["split"]), [it.text for it in read_items(rd.synth_dir / "restate.jsonl")],
+                        [(p.question, p.split, p.distractors) for p in read_probes(rd.probes)]))
+    assert outputs[0] == outputs[1]
+    assert set(outputs[0][0]) == {"qa", "heldout"}
+
+
 def test_cli_probes_facts_needs_the_fact_table(tmp_path, tiny_model):
     rd = RunDir.at(tmp_path / "run")
     ingest([str(tmp_path / "x.txt")] if (tmp_path / "x.txt").write_text("Plain prose. " * 20) else [], rd,
@@ -234,7 +257,7 @@ def test_tiny_model_bakes_the_fact_table_and_the_report_maps_it(tmp_path, tiny_m
 
     before = margin(*load_causal_lm(tiny_model))
     after = margin(*load_trained(rd.train_dir / "full" / "model", merge=True))
-    assert after > before, (before, after)  # measured: -0.05 -> +0.04 and +0.17 nats/token (the fixture varies)
+    assert after > before, (before, after)  # measured: -0.07 -> +0.00 (seed 0); +0.07 to +0.62 over seeds 0-5
     kmap = full["knowledge_map"]
     assert sum(r["heldout_n"] + r["qa_n"] for r in kmap) == sum(p.split == "test" for p in probes)
     assert set(full["closed_vs_base_rag"]) == {"all", "fact_qa", "fact_heldout"}

@@ -24,7 +24,7 @@ from kbake.synth.facts import Fact, digits, phrase, short_name
 def entity_names(f: Fact) -> list[str]:
     """The entity as the document prints it and as people name it ('Costco Wholesale
     Corporation', 'Costco'); the document name when ingest found no entity."""
-    full = f.entity or f.doc_id.rsplit("-", 1)[0]
+    full = f.entity or f.doc_name
     short = short_name(full)
     return [full, short] if short != full else [full]
 
@@ -94,7 +94,7 @@ def row_passages(facts: list[Fact], per_row: int, seed: int) -> list[SynthItem]:
         rows[f.row_id].append(f)
     out = []
     for row_id, fs in rows.items():
-        rng = random.Random(f"{seed}|{row_id}|row")
+        rng = random.Random(f"{seed}|{fs[0].doc_name}|{fs[0].row_index}|row")
         ent = entity_names(fs[0])
         for n in range(per_row):
             order = list(fs)

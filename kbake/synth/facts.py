@@ -66,6 +66,12 @@ class Fact:
     split: str = "qa"
     """'qa': QA pairs of this fact are trained; 'heldout': only its restatements are."""
 
+    @property
+    def doc_name(self) -> str:
+        """The document's id without its path hash ('acme-2025'): seeds use this, so a run's
+        splits and wordings do not change with the folder its documents lie in."""
+        return self.doc_id.rsplit("-", 1)[0]
+
 
 FACT_SCHEMA = pa.schema([(name, pa.int64() if name == "row_index" else pa.string()) for name in Fact.__dataclass_fields__])
 
@@ -188,7 +194,7 @@ def assign_split(facts: list[Fact], heldout_share: float, seed: int) -> None:
     """Mark about `heldout_share` of the facts 'heldout', seeded; facts with the same figure
     in the same period and document share a split (one figure printed in two tables)."""
     for f in facts:
-        h = hashlib.sha256(f"{seed}|{f.doc_id}|{f.period}|{digits(f.value)}".encode()).digest()
+        h = hashlib.sha256(f"{seed}|{f.doc_name}|{f.period}|{digits(f.value)}".encode()).digest()
         f.split = "heldout" if int.from_bytes(h[:8], "big") / 2**64 < heldout_share else "qa"
 
 
