@@ -100,3 +100,22 @@ def test_memory_learns_held_out_wordings_and_moves_general_text_less_than_lora(t
     # and the questions read the rows training wrote
     seqs = [tok(HELD_OUT.format(e=e))["input_ids"] for e, _ in FACTS]
     assert read_share(mem["model"], seqs, [[len(s) - 1] for s in seqs]) > 0.1
+
+
+def test_what_the_update_rule_reads_moves_with_the_model(tiny_model):
+    """Issue 33's CUDA crash: `prepare` ran on the CPU, accelerate then moved the model to the GPU
+    and the IDF vector stayed behind. Here the model moves to the meta device after `prepare`:
+    every tensor the step's row choice reads must be there too."""
+    from kbake.models.memory import top_tfidf
+    from kbake.train.data import text_example
+    from kbake.train.memory import prepare
+
+    model, tok = load_causal_lm(tiny_model)
+    args = recipe(tiny_model, "memory", memory_slots=256, memory_background_batches=4).train
+    examples = [text_example(tok, w.format(e=e, a=a), "rephrase") for e, a in FACTS for w in TRAIN_WORDINGS[:1]]
+    prepare(model, tok, args, seed=0, examples=examples)
+    model.to("meta")
+    for mem in model.kbake_memory.values():
+        assert mem.idf.device.type == "meta"
+        keep = top_tfidf(torch.ones(mem.cfg.slots, device="meta"), mem.idf, 8)  # raised across devices before
+        assert keep.device.type == "meta" and keep.shape == (mem.cfg.slots,)

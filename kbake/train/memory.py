@@ -50,14 +50,16 @@ def prepare(model, tok, args: TrainArgs, *, seed: int, examples, **_) -> Prepare
     model.eval()
     io = capture_mlp_io(model, list(background) + list(new_ids))
     n_bg = len(background)
-    fitted, idfs = {}, {}
+    fitted = {}
     for name, mem in mems.items():
         if args.memory_addressing == "activations":
             x = torch.cat([i for i, _ in io[name]])
             y = torch.cat([o for _, o in io[name]])
             fitted[name] = fit_addresses(mem, x, y, seed=seed)
         bg_hits = torch.stack([lookup_hits(mem, x) for x, _ in io[name][:n_bg]])  # [B, slots]
-        idfs[name] = idf(bg_hits).to(mem.values.device)
+        # A buffer of the memory, not a tensor beside it: accelerate moves the model to its device
+        # after `prepare`, and a plain tensor would stay on the CPU (the CUDA crash of issue 33).
+        mem.register_buffer("idf", idf(bg_hits).to(mem.values.device), persistent=False)
         mem.values.requires_grad_(True)
         mem.record = "train"
     # The new corpus's layer inputs at positions that carry loss: what `finish` measures the
@@ -92,7 +94,7 @@ def prepare(model, tok, args: TrainArgs, *, seed: int, examples, **_) -> Prepare
                 tf += torch.bincount(slots[at].flatten(), minlength=mem.cfg.slots).float()
             if torch.distributed.is_available() and torch.distributed.is_initialized():
                 torch.distributed.all_reduce(tf)  # one choice of rows on every rank
-            keep = top_tfidf(tf, idfs[name], args.memory_top_t)
+            keep = top_tfidf(tf, mem.idf, args.memory_top_t)
             mem.values.grad.mul_(keep.unsqueeze(1).to(mem.values.grad.dtype))
             updated[name] |= keep.cpu()
             per_batch[name].append(int(keep.sum()))
@@ -105,7 +107,7 @@ def prepare(model, tok, args: TrainArgs, *, seed: int, examples, **_) -> Prepare
             mem.record, mem.reads = False, []
             rows = trained_rows(mem)
             with torch.no_grad():
-                slots, w = mem.lookup(train_x[name].to(mem.values.dtype))
+                slots, w = mem.lookup(train_x[name].to(mem.values.device, mem.values.dtype))
             share = float((w * rows[slots].to(w.dtype)).sum(dim=-1).mean())
             hits = torch.bincount(slots.flatten().cpu(), minlength=mem.cfg.slots)
             out[name] = {"updated_slots": int(updated[name].sum()), "trained_rows": int(rows.sum()),
