@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from conftest import env_with_tests_on_path
 
 
 def _free_port() -> int:
@@ -17,7 +18,7 @@ def _free_port() -> int:
 
 
 def test_two_processes_gloo(tiny_model, tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent), "OMP_NUM_THREADS": "1"}
+    env = env_with_tests_on_path(OMP_NUM_THREADS="1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(_free_port()),
            str(Path(__file__).parent / "ddp_worker.py"), tiny_model, str(tmp_path)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)

@@ -15,8 +15,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import torch
+from conftest import env_with_tests_on_path
 
-ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).parent), "TOKENIZERS_PARALLELISM": "false"}
+ENV = env_with_tests_on_path(TOKENIZERS_PARALLELISM="false")
 
 
 def kbake(*args, **kw):

@@ -27,6 +27,10 @@ REAL_SCORE_TOL = 0.3  # the same on the embedded 135M model: 0.21 at most, 0.037
 LOSS_TOL = 0.05  # per-step training loss, bf16 autocast vs fp32, over 9 steps
 
 
+CPU_ONLY = pytest.mark.skipif(torch.cuda.is_available(),
+                              reason="a claim about CPU precision: with a GPU present, training runs on it in bf16")
+
+
 @pytest.fixture
 def no_native_bf16(monkeypatch):
     monkeypatch.setattr(precision, "cpu_native_bf16", lambda: False)
@@ -50,6 +54,7 @@ def test_auto_follows_the_capability_check(monkeypatch):
         resolve_precision("int8", "cpu")
 
 
+@CPU_ONLY
 def test_a_cpu_without_native_bf16_trains_evaluates_and_generates_in_fp32(tmp_path, tiny_model, no_native_bf16):
     from kbake.eval import evaluate
     from kbake.llm.local import LocalBackend
@@ -66,6 +71,7 @@ def test_a_cpu_without_native_bf16_trains_evaluates_and_generates_in_fp32(tmp_pa
     assert metrics["provenance"]["precision"] == "fp32"
 
 
+@CPU_ONLY
 def test_a_cpu_with_native_bf16_trains_evaluates_and_generates_in_bf16(tmp_path, tiny_model, native_bf16):
     from kbake.llm.local import LocalBackend
 

@@ -23,6 +23,7 @@ from kbake.synth.filters import dedup_filter, grounding_filter, is_grounded, lea
 from kbake.synth.parse import clean_passage, parse_entities, parse_probe, parse_qa
 
 from openai_server import FakeOpenAI, grounded_answer
+from conftest import env_with_tests_on_path
 
 SMALL = dict(qa_types=["factual", "numeric", "compare"], rephrase_styles=["summary", "child"],
              entigraph_pairs=4, entigraph_triples=2, entigraph_max_entities=6)
@@ -168,7 +169,7 @@ def test_killed_synth_resumes_without_repeating_calls(tmp_path, run, tiny_model)
     ref.root.mkdir()
     for name in ("chunks.parquet", "manifest.json", "probes.jsonl"):
         (ref.root / name).write_bytes((run.root / name).read_bytes())
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    env = env_with_tests_on_path()
     with FakeOpenAI(answer=grounded_answer, latency=0.05) as server:
         args = ["--llm", "openai:scripted", "--base-url", server.base_url, "--kind", "qa,rephrase", "--concurrency", "2",
                 "--set", "synth.qa_types=[factual]", "--set", "synth.rephrase_styles=[summary]", "-q", "--yes"]
