@@ -159,6 +159,12 @@ def test_report_has_every_section(tmp_path, tiny_model, embedder):
     assert ge["diff"] == pytest.approx(sum(per_item) / 12 - base["general_eval"]["acc"])
     c = lora["vs_base"]["closed_book"]
     assert c["diff"] == pytest.approx(lora["closed_book"]["acc"] - base["closed_book"]["acc"])
+    # what the 77 test probes can detect: 2.80 * sqrt(disagreements / n) / sqrt(n)
+    d = lora["detects"]["closed_book"]
+    assert d["n"] == 77 and d["diff"] == c["diff"] and d["beyond_noise"] == (c["lo"] > 0 or c["hi"] < 0)
+    assert d["detectable"] is None if c["gained"] + c["lost"] == 0 else \
+        d["detectable"] == pytest.approx(2.8016 * ((c["gained"] + c["lost"]) / 77) ** 0.5 / 77 ** 0.5, rel=1e-3)
+    assert set(lora["detects"]) >= {"closed_book", "closed_book_paraphrase", "dev_closed_book", "general_eval"}
     assert lora["vs_base"]["novel_ppl"]["diff"] == pytest.approx(lora["general"]["novel_ppl_change"], rel=1e-3, abs=1e-5)
     # the learning-vs-forgetting line: one point per snapshot, then the final model
     traj = lora["trajectory"]
@@ -168,7 +174,7 @@ def test_report_has_every_section(tmp_path, tiny_model, embedder):
     for section in ["Results", "General-eval accuracy per set", "ARC-Easy", "HellaSwag", "What the numbers say",
                     "Methods at equal learning", "Learning vs forgetting", "Per probe", "trained+RAG acc",
                     "novel ppl change", "replay-domain ppl change", "dev acc", "95% interval", "data:image/png;base64,",
-                    "Bake or retrieve?", "s per 1k source tokens"]:
+                    "Bake or retrieve?", "s per 1k source tokens", "What this run can detect", "detectable change"]:
         assert section in html, section
     assert html.count("data:image/png;base64,") == 2
     md = (run.eval_dir / "report.md").read_text()
@@ -285,6 +291,19 @@ def test_advice_follows_the_measured_intervals(counts, verdict):
     lines = advice(_advice_metrics(*counts))
     assert lines[0].startswith(verdict), lines[0]
     assert "s per 1k source tokens" in lines[1] and "120.0 s per 1k" in lines[1]
+
+
+def test_a_change_within_noise_says_what_it_could_have_missed():
+    """11 vs 10 right of 40: within noise, and the set misses changes below 2.80 * sqrt(1/40) / sqrt(40) = 7.0
+    points; 30 vs 10 is beyond noise."""
+    from kbake.eval.intervals import what_it_detects
+    from kbake.eval.report import detect_rows
+
+    for (b, n_right), reading in [((10, 11), "within noise: a true change smaller than ±7.0 points"), ((10, 30), "beyond noise")]:
+        m = _advice_metrics(b, n_right, 15, 16)
+        m["models"][1]["detects"] = what_it_detects(m["models"][1]["vs_base"], ["closed_book", "closed_book_fact_qa"])
+        header, rows = detect_rows(m)
+        assert len(rows) == 1 and rows[0][:3] == ["lora", "all test probes", "40"] and rows[0][5].startswith(reading), rows
 
 
 def test_batched_scoring_gives_the_same_scores(tiny_model):

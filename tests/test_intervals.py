@@ -6,12 +6,12 @@ import math
 
 import pytest
 
-from kbake.eval.intervals import items_to_see, paired_bootstrap, paired_bootstrap_ppl
+from kbake.eval.intervals import detectable_change, items_to_see, paired_bootstrap, paired_bootstrap_ppl
 
 
 def test_no_change_gives_a_zero_width_interval():
     c = paired_bootstrap([1, 0, 1, 1, 0], [1, 0, 1, 1, 0])
-    assert c == {"diff": 0.0, "lo": 0.0, "hi": 0.0, "n": 5, "gained": 0, "lost": 0}
+    assert c == {"diff": 0.0, "lo": 0.0, "hi": 0.0, "n": 5, "gained": 0, "lost": 0, "detectable": None}
 
 
 def test_known_case_matches_the_normal_approximation():
@@ -68,3 +68,22 @@ def test_pooled_bootstrap_known_values_and_seed_spread():
     assert spread["hi"] - spread["lo"] > same["hi"] - same["lo"]
     with pytest.raises(ValueError, match="one row of 100"):
         pooled_bootstrap(base, [[1.0] * 99])
+
+
+def test_the_detectable_change_is_found_four_times_in_five():
+    """42 probes on which the models disagree on 30%: the smallest change they detect is
+    2.80 * sqrt(0.3 / 42) = 23.7 points (the +-16 interval is 1.96 of the same root). A true change
+    of that size, simulated, clears a two-sided 5% test about 80% of the time, as its definition says."""
+    import numpy as np
+
+    d = [1] * 7 + [-1] * 6 + [0] * 29  # 13 of 42 disagree (31%)
+    assert detectable_change(d) == pytest.approx(2.8016 * math.sqrt(13 / 42 / 42), rel=1e-3)
+    assert paired_bootstrap([0] * 42, [max(x, 0) for x in d])["detectable"] == pytest.approx(2.8016 * math.sqrt(7 / 42 / 42), rel=1e-3)
+    n, p = 400, 0.3
+    mde = 2.8016 * math.sqrt(p / n)
+    rng = np.random.default_rng(0)
+    u = rng.random((4000, n))
+    sims = np.where(u < (p + mde) / 2, 1.0, np.where(u < p, -1.0, 0.0))  # gained (p+mde)/2, lost (p-mde)/2
+    z = sims.mean(1) / np.sqrt((sims ** 2).mean(1) / n)
+    assert 0.75 < float((np.abs(z) > 1.96).mean()) < 0.87
+    assert detectable_change([0, 0, 0]) is None

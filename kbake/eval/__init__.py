@@ -28,7 +28,7 @@ from pathlib import Path
 from kbake.config import Recipe
 from kbake.eval.forgetting import encode_general, general_nll_and_kl
 from kbake.eval.general_eval import load_set, novel_passages, score_items
-from kbake.eval.intervals import paired_bootstrap, paired_bootstrap_ppl
+from kbake.eval.intervals import paired_bootstrap, paired_bootstrap_ppl, what_it_detects
 from kbake.eval.rag import is_hit, load_index, rag_prompt
 from kbake.eval.score import choice_and_margin, exact_match, score_choices_many, token_f1
 from kbake.models.generate import chat_prompt, generate_batch
@@ -379,6 +379,8 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
                    init=state.get("init"), ingest_round=state.get("ingest_round"))
         res["vs_base"] = changes(res["_items"], base_items, probes, recipe.seed)
         res["closed_vs_base_rag"] = closed_vs_base_rag(res["_items"], base_items, probes, recipe.seed)
+        res["detects"] = what_it_detects(res["vs_base"], ["closed_book", *(f"closed_book_{k}" for k in _kinds(probes)),
+                                                          "dev_closed_book", "general_eval"])
         res["knowledge_map"] = knowledge_map(probes, base_items["closed"], res["_items"]["closed"])
         res["trajectory"] = _trajectory(folder, res, data, args, precision, base_items, recipe.seed, progress)
         models.append(res)

@@ -16,6 +16,20 @@ import numpy as np
 
 N_BOOT = 2000
 LEVEL = 0.95
+POWER = 0.8
+
+
+def detectable_change(d, level: float = LEVEL, power: float = POWER) -> float | None:
+    """The smallest mean change these items would detect with `power` in a two-sided test at
+    1 - `level`, given the paired differences `d` observed: (z_{1-a/2} + z_{power}) * sqrt(mean(d^2) / n).
+    For 0/1 scores mean(d^2) is the share of items the two models disagree on, and this is the
+    normal approximation of McNemar's test's power (Connor 1987). None when no item moved."""
+    d = np.asarray(d, dtype=float)
+    second = float((d * d).mean()) if d.size else 0.0
+    if second == 0:
+        return None
+    z = NormalDist().inv_cdf((1 + level) / 2) + NormalDist().inv_cdf(power)
+    return z * math.sqrt(second / d.size)
 
 
 def _indices(n: int, n_boot: int, seed: int) -> np.ndarray:
@@ -29,8 +43,8 @@ def _interval(samples: np.ndarray, level: float) -> tuple[float, float]:
 
 def paired_bootstrap(base, new, *, n_boot: int = N_BOOT, seed: int = 0, level: float = LEVEL) -> dict | None:
     """Change of the mean from `base` to `new` (per-item scores of the same items, e.g. 0/1
-    correctness or a margin): {diff, lo, hi, n, gained, lost}; gained/lost count the items
-    whose score rose/fell. None when there are no items."""
+    correctness or a margin): {diff, lo, hi, n, gained, lost, detectable}; gained/lost count the
+    items whose score rose/fell, detectable is `detectable_change`. None when there are no items."""
     b, a = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
     if b.shape != a.shape:
         raise ValueError(f"paired scores differ in length: {b.shape} vs {a.shape}")
@@ -40,7 +54,7 @@ def paired_bootstrap(base, new, *, n_boot: int = N_BOOT, seed: int = 0, level: f
     idx = _indices(d.size, n_boot, seed)
     lo, hi = _interval(d[idx].mean(axis=1), level)
     return {"diff": float(d.mean()), "lo": lo, "hi": hi, "n": int(d.size),
-            "gained": int((d > 0).sum()), "lost": int((d < 0).sum())}
+            "gained": int((d > 0).sum()), "lost": int((d < 0).sum()), "detectable": detectable_change(d, level)}
 
 
 def pooled_bootstrap(base, news, *, n_boot: int = N_BOOT, seed: int = 0, level: float = LEVEL) -> dict | None:
@@ -63,7 +77,21 @@ def pooled_bootstrap(base, news, *, n_boot: int = N_BOOT, seed: int = 0, level: 
     mean_d = d.mean(axis=0)
     return {"diff": float(d.mean()), "lo": lo, "hi": hi, "n": int(b.size), "seeds": int(d.shape[0]),
             "per_seed": [float(x) for x in d.mean(axis=1)],
-            "gained": int((mean_d > 0).sum()), "lost": int((mean_d < 0).sum())}
+            "gained": int((mean_d > 0).sum()), "lost": int((mean_d < 0).sum()),
+            "detectable": detectable_change(mean_d, level)}
+
+
+def what_it_detects(changes: dict, keys: list[str]) -> dict:
+    """Per accuracy comparison in `changes` (a model's vs_base): items, change, the detectable
+    change, and whether the change cleared its interval. A change within noise whose set could
+    miss a change of `detectable` says only that the effect, if any, is smaller than that."""
+    out = {}
+    for k in keys:
+        c = changes.get(k)
+        if c:
+            out[k] = {"n": c["n"], "diff": c["diff"], "detectable": c.get("detectable"),
+                      "beyond_noise": bool(c["lo"] > 0 or c["hi"] < 0)}
+    return out
 
 
 def paired_bootstrap_ppl(base_nll, new_nll, tokens, *, n_boot: int = N_BOOT, seed: int = 0,

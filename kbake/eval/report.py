@@ -92,6 +92,28 @@ def knowledge_map_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def detect_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
+    """Per trained model and comparison: the change, and the smallest change its items detect
+    (80% power, two-sided 5%, from the observed disagreement: eval.intervals.detectable_change)."""
+    names = {"closed_book": "all test probes", "dev_closed_book": "dev probes",
+             "general_eval": "general-eval (forgetting)"}
+    header = ["model", "comparison", "items", "change", "detectable change", "reading"]
+    rows = []
+    for m in metrics["models"][1:]:
+        for key, d in (m.get("detects") or {}).items():
+            label = names.get(key) or KIND_LABELS.get(key.removeprefix("closed_book_"), key)
+            det = d["detectable"]
+            if d["beyond_noise"]:
+                reading = "beyond noise"
+            elif det is None:
+                reading = "no item changed"
+            else:
+                reading = f"within noise: a true change smaller than ±{100 * det:.1f} points is missed more than 1 time in 5"
+            rows.append([m["name"], label, str(d["n"]), f"{100 * d['diff']:+.1f}", "—" if det is None else f"±{100 * det:.1f}",
+                         reading])
+    return header, rows
+
+
 def _with_change(value, change: dict | None) -> str:
     return _pct(value) + (f" ({fmt_change(change)})" if change else "")
 
@@ -424,6 +446,9 @@ def _sections(metrics: dict) -> list[tuple[str, str, object]]:
     if ge_rows:
         out.append(("General-eval accuracy per set", "table", (ge_header, ge_rows)))
     out.append(("What the numbers say", "list", verdicts(metrics)))
+    dt_header, dt_rows = detect_rows(metrics)
+    if dt_rows:
+        out.append(("What this run can detect", "table", (dt_header, dt_rows)))
     if len(metrics["probes"].get("kinds", {})) > 1:
         out.append(("By probe kind (test probes)", "table", kind_rows(metrics)))
     km_header, km_rows = knowledge_map_rows(metrics)
