@@ -46,6 +46,13 @@ def _recipe(recipe: Optional[Path], sets: Optional[List[str]], flags: dict):
         _fail(str(e))
 
 
+def _seed_list(seeds: Optional[str]) -> list[int]:
+    try:
+        return [int(x) for x in seeds.split(",") if x.strip()] if seeds else []
+    except ValueError:
+        _fail(f"--seeds {seeds!r}: expected comma-separated integers, e.g. 0,1,2")
+
+
 @app.command()
 def ingest(
     docs: List[str] = typer.Argument(..., help="Files, folders or globs of .txt .md .html .htm .pdf."),
@@ -298,6 +305,7 @@ def train(
     data: Optional[str] = typer.Option(None, help="Comma-separated corpora: qa,extract,rephrase,focal,entigraph,changes,raw."),
     base_model: Optional[str] = typer.Option(None, help="'default', a HF id or a folder."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the last checkpoint of RUN/train/NAME."),
+    seeds: Optional[str] = typer.Option(None, "--seeds", help="Comma-separated seeds, e.g. 0,1,2: one model per seed in RUN/train/NAME-sSEED/ (models already there are kept); `kbake eval` pools them."),
     recipe: Optional[Path] = typer.Option(None, "--recipe", help=RECIPE_HELP),
     set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
@@ -313,20 +321,27 @@ def train(
     from kbake.run import RunDir
     from kbake.train import TrainError
     from kbake.train import train as run_train
+    from kbake.train import train_seeds
 
     flags = {"train.method": method, "train.base_model": base_model, "train.init": init}
     if data:
         flags["train.data"] = [d.strip() for d in data.split(",") if d.strip()]
     cfg = _recipe(recipe, set_, flags)
+    seed_list = _seed_list(seeds)
     _warn_in_one_line()
     try:
-        state = run_train(RunDir.at(run), cfg, name=name, resume=resume, progress=not quiet)
+        if seed_list:
+            states = train_seeds(RunDir.at(run), cfg, seed_list, name=name, resume=resume, progress=not quiet)
+        else:
+            states = [run_train(RunDir.at(run), cfg, name=name, resume=resume, progress=not quiet)]
     except (TrainError, FileNotFoundError, ValueError) as e:
         _fail(str(e).splitlines()[0])
-    if state:
+    for state in states:
+        if not state:
+            continue
         typer.echo(f"trained {state['method']} '{state['name']}': {state['global_step']} steps, "
                    f"{state['train_seconds']:.0f}s, final loss {state['final_loss']:.3f}"
-                   + (f", eval loss {state['eval_loss']:.3f}" if state["eval_loss"] is not None else "")
+                   + (f", eval loss {state['eval_loss']:.3f}" if state.get("eval_loss") is not None else "")
                    + f"; trainable {state['trainable_params']:,} of {state['total_params']:,} parameters")
 
 

@@ -31,6 +31,7 @@ from kbake.eval.general_eval import load_set, novel_passages, score_items
 from kbake.eval.intervals import paired_bootstrap, paired_bootstrap_ppl, what_it_detects
 from kbake.eval.rag import is_hit, load_index, rag_prompt
 from kbake.eval.score import choice_and_margin, exact_match, score_choices_many, token_f1
+from kbake.eval.seeds import pool_seeds
 from kbake.models.generate import chat_prompt, generate_batch
 import pyarrow as pa
 
@@ -417,6 +418,7 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
                                            for n, m in zip(names, models)}}
                                for i, it in enumerate(data.general_items)],
     }
+    metrics["seed_groups"] = pool_seeds(metrics)
     for m in models:
         del m["per_probe"], m["_items"]
     make_private_dir(run.eval_dir)

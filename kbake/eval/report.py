@@ -92,6 +92,24 @@ def knowledge_map_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def seed_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
+    """Per seed group (models NAME-s0, NAME-s1, …): each pooled change with its interval that
+    resamples seeds then items, the per-seed changes, and what the pooled items detect."""
+    names = {"closed_book": "closed book, all test probes", "dev_closed_book": "closed book, dev probes",
+             "closed_vs_base_rag": "closed book minus base RAG, all test probes", "general_eval": "general-eval (forgetting)"}
+    header = ["method", "seeds", "comparison", "pooled change", "per seed", "detectable change"]
+    rows = []
+    for g in metrics.get("seed_groups") or []:
+        for key, c in g["changes"].items():
+            kind = key.removeprefix("closed_book_").removeprefix("closed_vs_base_rag_")
+            label = names.get(key) or (("closed book minus base RAG, " if key.startswith("closed_vs") else "closed book, ")
+                                       + KIND_LABELS.get(kind, kind))
+            rows.append([g["group"], ", ".join(map(str, g["seeds"])), label, fmt_change(c, counts=True),
+                         ", ".join(f"{100 * x:+.1f}" for x in c["per_seed"]),
+                         "—" if c.get("detectable") is None else f"±{100 * c['detectable']:.1f}"])
+    return header, rows
+
+
 def detect_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
     """Per trained model and comparison: the change, and the smallest change its items detect
     (80% power, two-sided 5%, from the observed disagreement: eval.intervals.detectable_change)."""
@@ -443,6 +461,9 @@ def _sections(metrics: dict) -> list[tuple[str, str, object]]:
     """(title, kind, content) in report order; kind is 'p', 'table', 'list' or 'images'."""
     ge_header, ge_rows = general_eval_rows(metrics)
     out = [("Results", "table", (COLUMNS, table_rows(metrics)))]
+    sd_header, sd_rows = seed_rows(metrics)
+    if sd_rows:
+        out.append(("Pooled over seeds (the headline of a method trained on several seeds)", "table", (sd_header, sd_rows)))
     if ge_rows:
         out.append(("General-eval accuracy per set", "table", (ge_header, ge_rows)))
     out.append(("What the numbers say", "list", verdicts(metrics)))

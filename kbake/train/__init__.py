@@ -59,6 +59,27 @@ def check_fits(base_model: str, args: TrainArgs) -> None:
                          f"{have / 2**30:.1f} GiB of {where}; use --method lora, a smaller batch_size/block_size, or a GPU")
 
 
+def seed_name(name: str, seed: int) -> str:
+    """The folder of one seed of a multi-seed run: eval groups `NAME-sSEED` models and pools them."""
+    return f"{name}-s{seed}"
+
+
+def train_seeds(run: RunDir, recipe: Recipe, seeds: list[int], *, name: str | None = None, resume: bool = False,
+                progress: bool = True) -> list[dict]:
+    """The recipe trained once per seed, into RUN/train/NAME-sSEED/ (one after another; a seed
+    whose model is already there is kept, so an interrupted run continues where it stopped)."""
+    name = name or recipe.train.method
+    states = []
+    for s in seeds:
+        folder = run.train_dir / seed_name(name, s)
+        if (folder / "model").exists() and not resume:
+            states.append(json.loads((folder / "trainer_state.json").read_text()))
+            continue
+        states.append(train(run, recipe.model_copy(update={"seed": s}), name=seed_name(name, s), resume=resume,
+                            progress=progress))
+    return states
+
+
 def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool = False,
           progress: bool = True) -> dict:
     """Train `recipe.train.method` on the run's corpora into `RUN/train/<name>/`.
