@@ -258,7 +258,8 @@ def test_stale_values_must_be_among_the_options(tmp_path):
         read_probes(p)
 
 
-def _advice_metrics(base_closed: int, lora_closed: int, base_rag: int, lora_rag: int, n: int = 40) -> dict:
+def _advice_metrics(base_closed: int, lora_closed: int, base_rag: int, lora_rag: int, n: int = 40,
+                    general_after: int = 20) -> dict:
     """Metrics as eval writes them, from counts of right answers over n test probes."""
     from kbake.eval.intervals import paired_bootstrap
 
@@ -270,16 +271,18 @@ def _advice_metrics(base_closed: int, lora_closed: int, base_rag: int, lora_rag:
     per_probe = [{"id": f"p{i}", "split": "test", "models": {m: {k: v[i] for k, v in c.items()} for m, c in cols.items()}}
                  for i in range(n)]
     flat = [1.0] * 20 + [0.0] * 20
+    after = [1.0] * general_after + [0.0] * (40 - general_after)
     return {"provenance": {"seed": 0}, "probes": {"learning_kind": None}, "per_probe": per_probe, "source_tokens": 5000,
             "models": [{"name": "base", "closed_book": {"acc": base_closed / n}, "rag": {"acc": base_rag / n}},
                        {"name": "lora", "closed_book": {"acc": lora_closed / n}, "rag": {"acc": lora_rag / n},
                         "train_seconds": 600.0,
                         "vs_base": {"closed_book": paired_bootstrap(right(base_closed), right(lora_closed)),
-                                    "general_eval": paired_bootstrap(flat, flat)}}]}
+                                    "general_eval": paired_bootstrap(flat, after)}}]}
 
 
 @pytest.mark.parametrize("counts,verdict", [
     ((10, 11, 15, 16), "**Retrieve.** Baking taught nothing beyond noise"),  # +1 probe: inside its interval
+    ((10, 30, 15, 30, 40, 12), "**Retrieve, or bake with care.**"),  # learned, but 8 of 40 general items lost
     ((10, 30, 15, 30), "**Bake.**"),
     ((10, 30, 15, 38), "**Both.**"),
     ((5, 15, 35, 34), "**Retrieve.** Baking learned, but RAG on the base model answers more"),
@@ -288,9 +291,37 @@ def _advice_metrics(base_closed: int, lora_closed: int, base_rag: int, lora_rag:
 def test_advice_follows_the_measured_intervals(counts, verdict):
     from kbake.eval.report import advice
 
-    lines = advice(_advice_metrics(*counts))
+    from kbake.eval.decide import decide
+
+    m = _advice_metrics(*counts)
+    lines = advice(m)
     assert lines[0].startswith(verdict), lines[0]
     assert "s per 1k source tokens" in lines[1] and "120.0 s per 1k" in lines[1]
+    assert decide(m)["chosen_on"] == "test" and "no dev probes" in lines[0]
+
+
+def test_advice_speaks_for_the_model_dev_chose_not_the_best_test_figure():
+    """Two trained models: 'lucky' has the higher test change, 'steady' the higher dev change.
+    Picking the highest test figure would select on noise; the advice speaks for 'steady'."""
+    from kbake.eval.decide import decide
+    from kbake.eval.intervals import paired_bootstrap
+    from kbake.eval.report import advice
+
+    m = _advice_metrics(10, 30, 15, 30)
+    steady = m["models"][1]
+    steady["name"] = "steady"
+    lucky = {**steady, "name": "lucky", "vs_base": {**steady["vs_base"]}}
+    lucky["vs_base"]["closed_book"] = {**steady["vs_base"]["closed_book"], "diff": 0.9}
+    right = lambda k: [i < k for i in range(20)]  # noqa: E731
+    steady["vs_base"]["dev_closed_book"] = paired_bootstrap(right(5), right(15))
+    lucky["vs_base"]["dev_closed_book"] = paired_bootstrap(right(5), right(8))
+    m["models"].append(lucky)
+    for p in m["per_probe"]:
+        p["models"]["steady"] = p["models"].pop("lora")
+        p["models"]["lucky"] = p["models"]["steady"]
+    d = decide(m)
+    assert d["model"] == "steady" and d["chosen_on"] == "dev"
+    assert "steady, chosen on dev probes" in advice(m)[0]
 
 
 def test_a_change_within_noise_says_what_it_could_have_missed():

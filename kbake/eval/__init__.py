@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbake.config import Recipe
+from kbake.eval.decide import decide
 from kbake.eval.forgetting import encode_general, general_nll_and_kl
 from kbake.eval.general_eval import load_set, novel_passages, score_items
 from kbake.eval.intervals import paired_bootstrap, paired_bootstrap_ppl, what_it_detects
@@ -309,6 +310,8 @@ def changes(model_items: dict, base_items: dict, probes, seed: int) -> dict:
         out["trained_rag"] = on("rag", "correct", test)
         out["dev_closed_book"] = on("closed", "correct", lambda p: p.split == "dev")
         out["dev_margin"] = on("closed", "margin", lambda p: p.split == "dev")
+        for k in _kinds(probes):
+            out[f"dev_closed_book_{k}"] = on("closed", "correct", lambda p, k=k: p.split == "dev" and p.kind == k)
     if "general_eval" in model_items:
         b, m = base_items["general_eval"], model_items["general_eval"]
         out["general_eval"] = paired_bootstrap([i["correct"] for i in b], [i["correct"] for i in m], seed=seed)
@@ -419,6 +422,7 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
                                for i, it in enumerate(data.general_items)],
     }
     metrics["seed_groups"] = pool_seeds(metrics)
+    metrics["advice"] = decide(metrics)
     for m in models:
         del m["per_probe"], m["_items"]
     make_private_dir(run.eval_dir)

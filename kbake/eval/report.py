@@ -14,7 +14,8 @@ import re
 from itertools import combinations
 from pathlib import Path
 
-from kbake.eval.intervals import items_to_see, paired_bootstrap
+from kbake.eval.decide import beyond_noise, decide
+from kbake.eval.intervals import items_to_see
 from kbake.run import atomic_write_bytes, atomic_write_text
 
 COLUMNS = ["model", "method", "closed-book acc", "paraphrase acc", "verbatim acc", "fact-QA acc", "fact held-out acc", "margin", "dev acc", "RAG acc",
@@ -40,9 +41,6 @@ def fmt_change(c: dict | None, scale: float = 100, unit: str = "", counts: bool 
     return s + (f" {c['gained']}↑ {c['lost']}↓" if counts else "")
 
 
-def beyond_noise(c: dict | None) -> bool:
-    """The 95% interval excludes zero."""
-    return bool(c) and (c["lo"] > 0 or c["hi"] < 0)
 
 
 KIND_LABELS = {"paraphrase": "paraphrased test probes", "verbatim": "verbatim test probes",
@@ -267,51 +265,36 @@ def update_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def _paired(metrics: dict, new: tuple[str, str], old: tuple[str, str]) -> dict | None:
-    """Paired bootstrap over the test probes of one model/answer path against another."""
-    pairs = [(p["models"][old[0]].get(old[1]), p["models"][new[0]].get(new[1])) for p in metrics.get("per_probe", [])
-             if p["split"] == "test" and old[0] in p["models"] and new[0] in p["models"]]
-    pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
-    return paired_bootstrap([float(a) for a, _ in pairs], [float(b) for _, b in pairs],
-                            seed=metrics["provenance"].get("seed", 0)) if pairs else None
+VERDICT_TEXT = {
+    "retrieve_no_learning": "**Retrieve.** Baking taught nothing beyond noise (its interval includes zero)",
+    "retrieve_forgot": ("**Retrieve, or bake with care.** Baking learned, but general-eval accuracy fell beyond its "
+                        "interval: the model forgot"),
+    "both": "**Both.** Baking learned, and retrieval on top of the trained model beats RAG alone beyond noise",
+    "bake": "**Bake.** The trained model answers closed book better than RAG does, beyond noise",
+    "either": ("**Either; retrieve if the documents change.** Baking learned, and answers closed book as well as "
+               "RAG within noise"),
+    "retrieve_rag_better": "**Retrieve.** Baking learned, but RAG on the base model answers more, beyond noise",
+}
 
 
 def advice(metrics: dict) -> list[str]:
-    """Bake, retrieve, or both, for this corpus, from this run's measurements; the rules are in
-    docs/eval.md ("Bake or retrieve?"). Every rule is a test on a measured interval, so a
-    figure within noise never tips the recommendation."""
-    models = metrics["models"]
-    base = models[0]
-    key, vkey = learning_key(metrics)
-    trained = [m for m in models[1:] if (m.get("vs_base") or {}).get(vkey)]
+    """The words of eval's decision (metrics.json `advice`, computed by kbake.eval.decide; decided
+    here only for a metrics.json written before it was stored)."""
+    d = metrics.get("advice") or decide(metrics)
+    base = metrics["models"][0]
     rag = base["rag"]["acc"]
-    if not trained:
+    if d["verdict"] == "nothing_trained":
         return [f"**Retrieve.** Nothing was baked yet; RAG on the base model answers {_pct(rag)} of the test probes."]
-    best = max(trained, key=lambda m: m["vs_base"][vkey]["diff"])
-    learn = best["vs_base"][vkey]
-    forget = best["vs_base"].get("general_eval")
-    closed, both = best["closed_book"]["acc"], best["rag"]["acc"]
-    why = (f"learning {fmt_change(learn)} points on {best['name']}, closed book {_pct(closed)} vs RAG {_pct(rag)}, "
-           f"trained+RAG {_pct(both)}, general-eval change {fmt_change(forget)}")
-    vs_rag = _paired(metrics, (best["name"], "closed"), ("base", "rag"))
-    both_vs_rag = _paired(metrics, (best["name"], "rag"), ("base", "rag"))
-    why += (f"; closed book minus RAG {fmt_change(vs_rag)}, trained+RAG minus RAG {fmt_change(both_vs_rag)}"
-            if vs_rag else "")
-    if not beyond_noise(learn) or learn["diff"] <= 0:
-        verdict = "**Retrieve.** Baking taught nothing beyond noise (its interval includes zero)"
-    elif forget and forget["hi"] < 0:
-        verdict = ("**Retrieve, or bake with care.** Baking learned, but general-eval accuracy fell beyond its "
-                   "interval: the model forgot")
-    elif both_vs_rag and both_vs_rag["lo"] > 0 and (not vs_rag or vs_rag["lo"] <= 0 or both > closed):
-        verdict = "**Both.** Baking learned, and retrieval on top of the trained model beats RAG alone beyond noise"
-    elif vs_rag and vs_rag["lo"] > 0:
-        verdict = "**Bake.** The trained model answers closed book better than RAG does, beyond noise"
-    elif vs_rag and vs_rag["hi"] >= 0:
-        verdict = ("**Either; retrieve if the documents change.** Baking learned, and answers closed book as well as "
-                   "RAG within noise")
-    else:
-        verdict = "**Retrieve.** Baking learned, but RAG on the base model answers more, beyond noise"
-    out = [f"{verdict} ({why})."]
+    best = next(m for m in metrics["models"] if m["name"] == d["model"])
+    chosen = ("chosen on dev probes" if d["chosen_on"] == "dev"
+              else "chosen on test probes: this run has no dev probes, so the choice itself is on the reported set")
+    why = (f"{best['name']}, {chosen}: learning {fmt_change(d['learning'])} points, closed book "
+           f"{_pct(best['closed_book']['acc'])} vs RAG {_pct(rag)}, trained+RAG {_pct(best['rag']['acc'])}, "
+           f"general-eval change {fmt_change(d['forgetting'])}")
+    if d["closed_minus_rag"]:
+        why += (f"; closed book minus RAG {fmt_change(d['closed_minus_rag'])}, trained+RAG minus RAG "
+                f"{fmt_change(d['both_minus_rag'])}")
+    out = [f"{VERDICT_TEXT[d['verdict']]} ({why})."]
     secs, tokens = best.get("train_seconds"), metrics.get("source_tokens")
     if secs and tokens:
         out.append(f"Cost: {best['name']} trained in {secs / 60:.1f} min, {secs / (tokens / 1000):.1f} s per 1k source tokens "
