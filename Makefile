@@ -21,6 +21,7 @@ demo: install
 	$(VENV)/bin/kbake demo
 
 test: install
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -q
 
 test-fast: install

@@ -58,6 +58,11 @@ def test_grpo_needs_qa_pairs(run, peaky_tiny_model):
         train(run, tiny_recipe(peaky_tiny_model, "grpo", max_steps=1), progress=False)
 
 
+def test_an_unknown_reward_fails_naming_its_key(run, peaky_tiny_model):
+    with pytest.raises(ValueError, match="train.grpo_rewards: unknown reward 'nope'; allowed: exact_match, f1"):
+        train(run, tiny_recipe(peaky_tiny_model, "grpo", max_steps=1, grpo_rewards={"nope": 1.0}), progress=False)
+
+
 def test_lookup_environment_rolls_out_a_lookup_and_the_reward_sees_its_passage(run, peaky_tiny_model, monkeypatch):
     """The tool environment: a completion that calls `lookup:` gets the run's best chunk
     appended (masked from the loss), answers after it, and the rewards receive the passage."""

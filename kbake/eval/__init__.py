@@ -33,7 +33,7 @@ from kbake.eval.intervals import paired_bootstrap, paired_bootstrap_ppl, what_it
 from kbake.eval.rag import is_hit, load_index, rag_prompt
 from kbake.eval.score import choice_and_margin, exact_match, score_choices_many, token_f1
 from kbake.eval.seeds import pool_seeds
-from kbake.models.generate import chat_prompt, generate_batch
+from kbake.models.generate import SHORT_ANSWER_SUFFIX, chat_prompt, generate_batch
 import pyarrow as pa
 
 from kbake.eval.updates import newest_documents, outcome, update_stats
@@ -41,7 +41,6 @@ from kbake.run import (RunDir, atomic_write_json, atomic_write_parquet, make_pri
                        read_probes, save_stage)
 from kbake.sample import general_paragraphs, general_questions
 
-SHORT_ANSWER_SUFFIX = "\nAnswer in a few words."
 
 
 @dataclass

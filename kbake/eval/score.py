@@ -14,12 +14,10 @@ them as one left-padded batch instead, then all their options as one batch after
 from __future__ import annotations
 
 import copy
-import re
-import string
-from collections import Counter
 
 import torch
 
+from kbake.answers import exact_match, normalize_answer, token_f1
 from kbake.models.generate import CACHE_KW
 
 
@@ -196,29 +194,6 @@ def choice_and_margin(scores: list[float], gold: int) -> tuple[int, float]:
     return best, scores[gold] - max(s for i, s in enumerate(scores) if i != gold)
 
 
-# ---------------------------------------------------------------- short answers
+# ---------------------------------------------------------------- short answers: kbake.answers
 
-
-def normalize_answer(s: str) -> str:
-    """Lower case, drop punctuation (keeping decimal points), articles and extra spaces; 1,842.6 -> 1842.6."""
-    s = s.lower()
-    s = re.sub(r"(?<=\d),(?=\d)", "", s)
-    s = re.sub(r"(?<!\d)\.|\.(?!\d)", " ", s)
-    s = "".join(ch if ch not in set(string.punctuation) - {"."} else " " for ch in s)
-    s = re.sub(r"\b(a|an|the)\b", " ", s)
-    return " ".join(s.split())
-
-
-def token_f1(prediction: str, reference: str) -> float:
-    p, r = normalize_answer(prediction).split(), normalize_answer(reference).split()
-    if not p or not r:
-        return float(p == r)
-    common = sum((Counter(p) & Counter(r)).values())
-    if common == 0:
-        return 0.0
-    precision, recall = common / len(p), common / len(r)
-    return 2 * precision * recall / (precision + recall)
-
-
-def exact_match(prediction: str, reference: str) -> float:
-    return float(normalize_answer(prediction) == normalize_answer(reference))
+__all__ = ["CACHE_KW", "choice_and_margin", "exact_match", "normalize_answer", "option_ids", "score_batched", "score_choices", "score_choices_many", "score_many", "score_separately", "score_shared", "token_f1"]

@@ -92,6 +92,8 @@ def prefix_groups(ids: list[list[int]], min_shared: int) -> list[tuple[list[int]
 
 # transformers 5.2x renamed `past_key_values` to `cache` (argument and output field).
 CACHE_KW = "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
+SHORT_ANSWER_SUFFIX = "\nAnswer in a few words."
+"""Asks for a short answer: eval's short-answer F1 and GRPO's QA environment use the same words."""
 
 
 def _prefilled(model, tok, ids: list[list[int]], groups: list[tuple[list[int], int]], max_new_tokens: int):

@@ -8,8 +8,44 @@ from pathlib import Path
 TRAINED_META = "kbake_model.json"
 
 
-def write_meta(folder: Path, method: str, base_model: str, init: str | None = None) -> None:
-    meta = {"method": method, "base_model": base_model, **({"init": init} if init else {})}
+def _attach_peft(model, folder: Path, merge: bool):
+    from peft import PeftModel
+
+    model = PeftModel.from_pretrained(model, str(folder))
+    return model.merge_and_unload() if merge else model  # merged: the same function without the adapter's matmuls
+
+
+def _attach_tiny(model, folder: Path, merge: bool):
+    from kbake.models.tiny_lora import load_tiny
+
+    return load_tiny(model, folder, merge=merge)
+
+
+def _attach_memory(model, folder: Path, merge: bool):
+    from kbake.models.memory import load_memory
+
+    load_memory(model, folder)  # a memory cannot be merged into plain weights
+    return model
+
+
+def _attach_adapter(model, folder: Path, merge: bool):
+    from kbake.models.tiny_lora import ADAPTER_FILE
+
+    return (_attach_tiny if (Path(folder) / ADAPTER_FILE).exists() else _attach_peft)(model, folder, merge)
+
+
+ATTACH = {"peft": _attach_peft, "tiny": _attach_tiny, "memory": _attach_memory, "adapter": _attach_adapter}
+"""How a saved folder loads onto its base model, by the format its training method declares
+(`SAVED_AS` in kbake/train/<method>.py; 'whole' is a full model folder). Kept here, below
+`train`, so loading a trained model never imports the trainers."""
+LEGACY_FORMAT = {"full": "whole", "lora": "peft", "tiny": "tiny", "memory": "memory", "grpo": "adapter"}
+"""The format of folders written before the metadata named it."""
+
+
+def write_meta(folder: Path, method: str, base_model: str, init: str | None = None, saved_as: str = "whole") -> None:
+    if saved_as != "whole" and saved_as not in ATTACH:
+        raise ValueError(f"unknown saved format {saved_as!r}: one of whole, {', '.join(ATTACH)}")
+    meta = {"method": method, "saved_as": saved_as, "base_model": base_model, **({"init": init} if init else {})}
     (Path(folder) / TRAINED_META).write_text(json.dumps(meta, indent=2))
 
 
@@ -26,19 +62,17 @@ def load_trained(folder: str | Path, *, dtype=None, device: str | None = None, m
     if not meta_path.exists():
         return load_causal_lm(str(folder), dtype=dtype, device=device)
     meta = json.loads(meta_path.read_text())
-    from kbake.train import METHODS  # each method module knows how its folder loads (`attach`)
-
-    method = METHODS.get(meta["method"])
-    if method is None:
-        raise ValueError(f"{meta_path}: unknown method {meta['method']!r}")
-    if method.WHOLE_MODEL:
+    saved_as = meta.get("saved_as") or LEGACY_FORMAT.get(meta["method"])
+    if saved_as is None or (saved_as != "whole" and saved_as not in ATTACH):
+        raise ValueError(f"{meta_path}: unknown saved format {saved_as or meta['method']!r}")
+    if saved_as == "whole":
         return load_causal_lm(str(folder), dtype=dtype, device=device)
     if meta.get("init"):  # an adapter trained on top of an earlier model, merged
         model, _ = load_trained(_init_folder(folder, meta["init"]), dtype=dtype, device=device, merge=True)
     else:
         model, _ = load_causal_lm(meta["base_model"], dtype=dtype, device=device)
     tok = load_tokenizer(str(folder))
-    model = method.attach(model, folder, merge=merge)
+    model = ATTACH[saved_as](model, folder, merge)
     model.eval()
     return model, tok
 

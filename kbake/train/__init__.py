@@ -86,7 +86,7 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
 
     Every method module has the same small interface: `prepare(model, tok, args, seed=,
     examples=) -> Prepared`, `save(acc, model, folder, tok, base_model=)` (called on every
-    process), `attach(model, folder, merge=)` (load onto a base), and the flags
+    process), `SAVED_AS` (how its folder loads onto a base: models.trained.ATTACH), and the flags
     `WHOLE_MODEL` and `CONTINUABLE`; one with `OWN_LOOP` (GRPO) runs its own trainer
     through `own_loop` and shares the rest of the bookkeeping."""
     from kbake.models import load_causal_lm
@@ -166,7 +166,7 @@ def _write_meta(folder: Path, method, args: TrainArgs) -> None:
     from kbake.models.trained import write_meta
 
     # A standalone model needs no record of where it started; an adapter must load onto it.
-    write_meta(folder, args.method, args.base_model, init=None if method.WHOLE_MODEL else args.init)
+    write_meta(folder, args.method, args.base_model, init=None if method.WHOLE_MODEL else args.init, saved_as=method.SAVED_AS)
 
 
 def _write_state(run: RunDir, recipe: Recipe, name: str, out: Path, state: dict) -> None:

@@ -23,7 +23,7 @@ import re
 import torch
 
 from kbake.config import TrainArgs
-from kbake.eval import SHORT_ANSWER_SUFFIX
+from kbake.models.generate import SHORT_ANSWER_SUFFIX
 from kbake.run import RunDir, read_chunks, read_items
 from kbake.train.rewards import trl_reward
 
@@ -71,7 +71,7 @@ class LookupEnvironment(QAEnvironment):
 
     def __init__(self, run: RunDir, args: TrainArgs):
         super().__init__(run, args)
-        from kbake.eval.rag import ChunkIndex
+        from kbake.ingest.index import ChunkIndex
         import numpy as np
 
         chunks = read_chunks(run.chunks)

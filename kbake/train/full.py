@@ -7,6 +7,8 @@ from pathlib import Path
 from kbake.config import TrainArgs
 from kbake.train.loop import Prepared
 
+SAVED_AS = "whole"
+"""How the saved folder loads (kbake.models.trained.ATTACH)."""
 WHOLE_MODEL = True
 """The trained folder is a standalone model: it loads without the base, and `--from` it needs no chain."""
 CONTINUABLE = True
@@ -27,7 +29,3 @@ def save(acc, model, folder: Path, tok, **_) -> None:
     if acc.is_main_process:
         acc.unwrap_model(model).save_pretrained(folder, state_dict=state_dict)
         tok.save_pretrained(folder)
-
-
-def attach(model, folder: Path, *, merge: bool = False):
-    raise TypeError("a full model is loaded from its folder, not attached to a base")  # WHOLE_MODEL

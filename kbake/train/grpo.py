@@ -18,11 +18,12 @@ from pathlib import Path
 import torch
 
 from kbake.config import TrainArgs
-from kbake.models.tiny_lora import ADAPTER_FILE as TINY_FILE
 from kbake.run import RunDir
 from kbake.train import lora, tiny
 from kbake.train.environments import make_environment
 
+SAVED_AS = "adapter"
+"""How the saved folder loads (kbake.models.trained.ATTACH)."""
 WHOLE_MODEL = False
 CONTINUABLE = True
 OWN_LOOP = True
@@ -32,10 +33,6 @@ OWN_LOOP = True
 def save(acc, model, folder: Path, tok, **kw) -> None:
     """The policy's adapter, LoRA or TinyLoRA, as those methods save it."""
     (tiny if hasattr(model, "kbake_tiny") else lora).save(acc, model, folder, tok, **kw)
-
-
-def attach(model, folder: Path, *, merge: bool = False):
-    return (tiny if (Path(folder) / TINY_FILE).exists() else lora).attach(model, folder, merge=merge)
 
 
 def start_model(run: RunDir, args: TrainArgs):
@@ -50,6 +47,12 @@ def own_loop(run: RunDir, args: TrainArgs, out: Path, *, seed: int, resume: bool
     import time
 
     from trl import GRPOConfig, GRPOTrainer
+
+    from kbake.train.rewards import REWARDS
+
+    unknown = [r for r in args.grpo_rewards if r not in REWARDS]
+    if unknown:  # checked here, not in config: the reward functions live in this layer
+        raise ValueError(f"train.grpo_rewards: unknown reward {unknown[0]!r}; allowed: {', '.join(sorted(REWARDS))}")
 
     from kbake.models.precision import resolve_precision
     from kbake.train.loop import allow_precision_change

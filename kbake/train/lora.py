@@ -7,6 +7,8 @@ from pathlib import Path
 from kbake.config import TrainArgs
 from kbake.train.loop import Prepared
 
+SAVED_AS = "peft"
+"""How the saved folder loads (kbake.models.trained.ATTACH)."""
 WHOLE_MODEL = False
 """The trained folder holds the adapter only; it loads onto its base (or the model it started from)."""
 CONTINUABLE = True
@@ -31,11 +33,3 @@ def save(acc, model, folder: Path, tok, **_) -> None:
     if acc is None or acc.is_main_process:
         (acc.unwrap_model(model) if acc is not None else model).save_pretrained(folder)
         tok.save_pretrained(folder)
-
-
-def attach(model, folder: Path, *, merge: bool = False):
-    """The adapter in `folder` on `model`; `merge` folds it into the weights (same function, no adapter matmuls)."""
-    from peft import PeftModel
-
-    model = PeftModel.from_pretrained(model, str(folder))
-    return model.merge_and_unload() if merge else model

@@ -14,10 +14,12 @@ from pathlib import Path
 import torch
 
 from kbake.config import TrainArgs
-from kbake.models.memory import (MemoryConfig, add_memory, capture_mlp_io, fit_addresses, idf, load_memory,
-                                 lookup_hits, save_memory, slot_entropy, top_tfidf, trained_rows)
+from kbake.models.memory import (MemoryConfig, add_memory, capture_mlp_io, fit_addresses, idf, lookup_hits,
+                                 save_memory, slot_entropy, top_tfidf, trained_rows)
 from kbake.train.loop import Prepared
 
+SAVED_AS = "memory"
+"""How the saved folder loads (kbake.models.trained.ATTACH)."""
 WHOLE_MODEL = False
 """The trained folder holds the memory only; it loads onto the base model."""
 CONTINUABLE = False
@@ -128,9 +130,3 @@ def save(acc, model, folder: Path, tok, *, base_model: str, **_) -> None:
     if acc is None or acc.is_main_process:
         save_memory(acc.unwrap_model(model) if acc is not None else model, folder, base_model)
         tok.save_pretrained(folder)
-
-
-def attach(model, folder: Path, *, merge: bool = False):
-    """The memory in `folder` added to `model` (it cannot be merged into plain weights)."""
-    load_memory(model, folder)
-    return model

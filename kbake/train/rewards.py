@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from kbake.eval.score import exact_match, normalize_answer, token_f1
+from kbake.answers import exact_match, normalize_answer, token_f1
 
 _NUMBER = re.compile(
     r"(?P<cur>[$€£])?\s*(?P<num>\d+(?:,\d{3})*(?:\.\d+)?|\.\d+)\s*(?P<pct>%|percent\b|per cent\b)?"

@@ -7,9 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from kbake.config import TrainArgs
-from kbake.models.tiny_lora import TinyConfig, apply_tiny_lora, load_tiny, save_tiny
+from kbake.models.tiny_lora import TinyConfig, apply_tiny_lora, save_tiny
 from kbake.train.loop import Prepared
 
+SAVED_AS = "tiny"
+"""How the saved folder loads (kbake.models.trained.ATTACH)."""
 WHOLE_MODEL = False
 """The trained folder holds the vectors and their frozen bases; it loads onto its base."""
 CONTINUABLE = True
@@ -31,7 +33,3 @@ def save(acc, model, folder: Path, tok, **_) -> None:
     if acc is None or acc.is_main_process:
         save_tiny(acc.unwrap_model(model) if acc is not None else model, folder)
         tok.save_pretrained(folder)
-
-
-def attach(model, folder: Path, *, merge: bool = False):
-    return load_tiny(model, folder, merge=merge)
