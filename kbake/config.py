@@ -272,8 +272,9 @@ class TrainArgs(StageArgs):
     """LoRA rank."""
     lora_alpha: float = Field(32, gt=0)
     """LoRA scaling alpha."""
-    lora_dropout: float = Field(0.05, ge=0.0, lt=1.0)
-    """LoRA dropout."""
+    lora_dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    """LoRA dropout. 0 by default: every shipped recipe trains without it, no dev comparison has
+    shown it helps, and on a GPU dropout on every adapted input cost 14% of LoRA's throughput."""
     lora_targets: str | list[str] = "all-linear"
     """LoRA target modules: 'all-linear' or a list of module names."""
     tiny_params: int = Field(16, ge=1, le=65536)

@@ -197,6 +197,13 @@ def test_resume_matches_an_uninterrupted_run(run, tiny_model, tmp_path):
     assert losses(tmp_path / "b" / "metrics.jsonl") == pytest.approx(losses(tmp_path / "a" / "metrics.jsonl"), abs=1e-4)
 
 
+def test_a_corpus_smaller_than_one_batch_says_so(run, tiny_model):
+    """Fewer blocks than train.batch_size: the step's real batch is said, not shrunk silently (issue 33)."""
+    with pytest.warns(UserWarning, match=r"fewer than one batch of 4096: every step trains on \d+ blocks"):
+        state = train(run, tiny_recipe(tiny_model, "lora", batch_size=4096, max_steps=1), progress=False)
+    assert state["blocks_per_step"] == state["train_blocks"] < 4096
+
+
 def test_model_too_big_is_refused_before_training(run, tmp_path):
     from transformers import LlamaConfig
 

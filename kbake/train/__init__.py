@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from pathlib import Path
 
 import torch
@@ -118,6 +119,11 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
         model, tok = load_causal_lm(args.base_model)
         examples = load_examples(run, args, tok, seed)  # raises on a missing or empty corpus
     blocks = build_blocks(run, args, tok, seed, examples)
+    one_batch = args.batch_size * acc.num_processes
+    if len(blocks.train_ids) < one_batch:  # said, not done silently: the batch is smaller than the recipe's
+        warnings.warn(f"{len(blocks.train_ids)} training blocks of {args.block_size} tokens, fewer than one batch of "
+                      f"{one_batch}: every step trains on {len(blocks.train_ids)} blocks, not train.batch_size "
+                      f"{args.batch_size}; lower train.block_size or train.batch_size, or add data")
     if acc.is_main_process:
         make_private_dir(out)
         save_resolved(recipe, out / "config.yaml")
@@ -152,6 +158,7 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
             "trainable_params": prepared.trainable_params, "total_params": total_params,
             "resumed_from_step": result.resumed_from,
             "train_blocks": len(blocks.train_ids), "eval_blocks": len(blocks.eval_ids),
+            "blocks_per_step": min(len(blocks.train_ids), one_batch),
             "new_tokens": blocks.new_tokens, "replay_tokens": blocks.replay_tokens,
             "world_size": acc.num_processes, "precision": resolve_precision(args.precision),
             "ingest_round": max(ingest_rounds(run).values(), default=1), "init": args.init, **prepared.state, **finished,
