@@ -1,0 +1,93 @@
+"""The tables of docs/*.md that are generated from committed run data: each sits between
+
+    <!-- table: KIND docs/data/FILE.json -->
+    ...
+    <!-- /table -->
+
+and is regenerated from FILE.json by the renderer KIND. `--write` rewrites the tables; without
+it the script checks them and exits 1 naming the first that differs (tests/test_docs.py runs
+the check, so a table cannot drift from its data).
+
+    python benchmarks/docs_tables.py           # check
+    python benchmarks/docs_tables.py --write   # regenerate
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BLOCK = re.compile(r"(<!-- table: (?P<kind>\w+) (?P<data>\S+) -->\n)(?P<body>.*?)(<!-- /table -->)", re.S)
+KIND_NAMES = {"fact_qa": "fact_qa (QA-trained facts, new wordings)", "fact_heldout": "fact_heldout (restatements only)",
+              "paraphrase": "paraphrase (hand-written)"}
+
+
+def _change(c: dict | None, per_seed: bool = True) -> str:
+    if not c:
+        return "—"
+    s = f"{100 * c['diff']:+.1f} [{100 * c['lo']:+.1f}, {100 * c['hi']:+.1f}]"
+    if per_seed and c.get("per_seed") and len(c["per_seed"]) > 1:
+        s += " (" + ", ".join(f"{100 * x:+.1f}" for x in c["per_seed"]) + ")"
+    return s
+
+
+def fact_seeds(data: dict) -> str:
+    """benchmarks/fact_seeds.py's output: per probe kind, the pooled changes and each seed's."""
+    n = len(data["models"])
+    seeds = f"{n} seeds" if n > 1 else "one seed"
+    lines = [f"| probe kind | test n | base closed | base RAG | closed-book change, {seeds} (per seed) | "
+             "closed book minus base RAG | dev change | detectable (test) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for k, r in data["kinds"].items():
+        rag = "—" if r["base_rag"] is None else f"{100 * r['base_rag']:.1f}%"
+        det = (r["closed"] or {}).get("detectable")
+        lines.append(f"| {KIND_NAMES.get(k, k)} | {r['n_test']} | {100 * r['base_closed']:.1f}% | {rag} | "
+                     f"{_change(r['closed'])} {r['closed']['gained']}↑ {r['closed']['lost']}↓ | "
+                     f"{_change(r['closed_minus_base_rag'])} | {_change(r['dev_closed'])} | "
+                     f"{'—' if det is None else f'±{100 * det:.1f}'} |")
+    ge = data.get("general_eval")
+    if ge:
+        det = ge.get("detectable")
+        lines.append(f"| general-eval accuracy (forgetting) | {ge['n']} | | | {_change(ge)} {ge['gained']}↑ {ge['lost']}↓ | "
+                     f"| | {'—' if det is None else f'±{100 * det:.1f}'} |")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS = {"fact_seeds": fact_seeds}
+
+
+def render(text: str) -> str:
+    def one(m: re.Match) -> str:
+        kind = m["kind"]
+        if kind not in RENDERERS:
+            raise SystemExit(f"unknown table kind {kind!r}; known: {', '.join(RENDERERS)}")
+        data = json.loads((ROOT / m["data"]).read_text())
+        return m.group(1) + RENDERERS[kind](data) + m.group(5)
+
+    return BLOCK.sub(one, text)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--write", action="store_true", help="rewrite the tables instead of checking them")
+    a = ap.parse_args()
+    for doc in sorted((ROOT / "docs").glob("*.md")):
+        text = doc.read_text()
+        new = render(text)
+        if new != text:
+            if a.write:
+                doc.write_text(new)
+                print(f"rewrote {doc.relative_to(ROOT)}")
+            else:
+                print(f"{doc.relative_to(ROOT)}: a generated table differs from its data; "
+                      "run python benchmarks/docs_tables.py --write", file=sys.stderr)
+                return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
