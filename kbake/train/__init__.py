@@ -128,6 +128,9 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
         make_private_dir(out)
         save_resolved(recipe, out / "config.yaml")
     model.train()
+    from accelerate.utils import set_seed
+
+    set_seed(seed)  # before prepare: LoRA's A matrices and TinyLoRA's bases are drawn there (unseeded, runs differed)
     prepared = method.prepare(model, tok, args, seed=seed, examples=examples)
     model = prepared.model
     total_params = sum(p.numel() for p in model.parameters())
