@@ -23,17 +23,13 @@ from kbake.synth import facts as fact_table
 from kbake.synth import probes as probe_gen
 from kbake.synth.filters import dedup_filter, grounding_filter, leak_filter, numbers
 from kbake.synth.job import Job
+from kbake.synth.kind import KindReport, SynthContext, SynthKind, complete_jobs
 
-KINDS = ("qa", "extract", "rephrase", "focal", "entigraph", "changes", "restate", "fact_qa")
-FACT_KINDS = ("restate", "fact_qa")
+KINDS: dict[str, SynthKind] = {k.name: k for k in (
+    qa.KIND, extract.KIND, rephrase.KIND, focal.KIND, entigraph.KIND, changes.KIND, augment.RESTATE, augment.FACT_QA)}
+"""The synth kinds by name: each generator module declares its own (kbake/synth/kind.py)."""
+FACT_KINDS = tuple(k for k, spec in KINDS.items() if spec.templated)
 """Written from the fact table by templates: correct by construction, so only the leak filter applies."""
-
-
-@dataclass
-class KindReport:
-    jobs: int = 0
-    items: int = 0
-    removed: dict[str, int] = field(default_factory=lambda: Counter())
 
 
 @dataclass
@@ -53,26 +49,6 @@ def llm_for(run: RunDir, args) -> CachedLLM:
                     precision=args.precision, share_prefix=args.share_prefix)
 
 
-def complete_jobs(llm: CachedLLM, jobs: list[Job], desc: str, progress: bool):
-    """Run every job's request, with a progress bar showing items done, tokens and rate."""
-    from tqdm import tqdm
-
-    bar = tqdm(total=len(jobs), desc=desc, unit="call", disable=not progress or not jobs, dynamic_ncols=True)
-    t0, tokens = time.perf_counter(), [0]
-
-    def done(i, c):
-        if c is not None and not c.cached:
-            tokens[0] += c.completion_tokens
-        bar.update(1)
-        rate = tokens[0] / max(time.perf_counter() - t0, 1e-6)
-        bar.set_postfix(new_tokens=tokens[0], tok_s=f"{rate:.0f}", cached=llm.stats.cache_hits, refresh=False)
-
-    try:
-        return llm.complete([j.request for j in jobs], on_done=done)
-    finally:
-        bar.close()
-
-
 def group_by_doc(chunks: list[dict]) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = defaultdict(list)
     for c in sorted(chunks, key=lambda c: (c["doc_id"], c["start"])):
@@ -86,22 +62,6 @@ def select_chunks(chunks: list[dict], max_chunks: int | None) -> list[dict]:
         return chunks
     ordered = [c for cs in group_by_doc(chunks).values() for c in cs]
     return [ordered[i * len(ordered) // max_chunks] for i in range(max_chunks)]
-
-
-def _collect(jobs: list[Job], completions, to_items, model: str, rep: KindReport) -> list[tuple[SynthItem, str]]:
-    out = []
-    for job, comp in zip(jobs, completions):
-        if comp is None:
-            rep.removed["dropped_by_backend"] += 1
-            continue
-        got = to_items(job, comp, model)
-        if isinstance(got, str) or not got:  # a generator may say why it kept nothing
-            # Nothing parseable: an answer cut at max_tokens ('truncated'; under a JSON schema the
-            # only way left to fail) or one that drifted from the format.
-            rep.removed[got or ("truncated" if comp.finish_reason == "length" else "format")] += 1
-            continue
-        out.extend((it, job.context) for it in got)
-    return out
 
 
 def best_candidates(items: list[SynthItem], contexts: dict[str, str], family: dict[str, str]) -> tuple[list[SynthItem], int]:
@@ -143,75 +103,31 @@ def synth(run: RunDir, args: SynthArgs, *, seed: int = 0, progress: bool = True,
 
         embedder = load_embedder(args.embedder)
     titles = {d: Path(cs[0]["source"]).stem for d, cs in by_doc.items()}
+    unknown = [k for k in args.kinds if k not in KINDS]
+    if unknown:
+        raise ValueError(f"synth.kinds: unknown kind {unknown[0]!r}; allowed: {', '.join(KINDS)}")
     report = SynthReport()
     t0 = time.perf_counter()
-    done: dict[str, list[SynthItem]] = {}
-    facts = None
-    if any(k in FACT_KINDS for k in args.kinds):
-        facts = fact_table.build_facts([c for cs in by_doc.values() for c in cs], args.fact_heldout_share, seed)
-        fact_table.write_facts(run, facts)
-    # focal writes around the QA pairs' questions, so it runs after qa whatever the order given.
-    for kind in sorted(args.kinds, key=lambda k: k == "focal"):
+    ctx = SynthContext(run, args, seed, by_doc, titles, llm, progress)
+    for kind in sorted(args.kinds, key=lambda k: bool(KINDS[k].after)):
+        spec = KINDS[kind]
         rep = report.kinds.setdefault(kind, KindReport())
-        if kind == "entigraph":
-            ejobs = entigraph.entity_jobs(by_doc, args, seed)
-            ecomps = complete_jobs(llm, ejobs, "entigraph: entities", progress)
-            ents, summaries = entigraph.entities_by_doc(ejobs, ecomps, by_doc, args.entigraph_max_entities)
-            jobs = entigraph.relation_jobs(ents, by_doc, args, seed, titles)
-            comps = complete_jobs(llm, jobs, "entigraph: relations", progress)
-            pairs = entigraph.summary_items(summaries, llm.model_id) + _collect(jobs, comps, entigraph.items, llm.model_id, rep)
-            rep.jobs = len(ejobs) + len(jobs)
-        elif kind == "changes":  # deterministic: a diff of aligned table rows, no LLM call
-            pairs = changes.items(by_doc)
-            rep.jobs = 0
-            jobs = []
-        elif kind in FACT_KINDS:  # deterministic: templates over the fact table, no LLM call
-            jobs = []
-            rep.jobs = 0
-            if kind == "restate":
-                items = (augment.restatements(facts, args.fact_restatements, args.fact_statement_templates, seed)
-                         + augment.row_passages(facts, args.fact_row_passages, seed))
-            else:
-                items = augment.fact_qa(facts, args.fact_qa_wordings, args.fact_question_templates, seed)
+        pairs, jobs, rep.jobs = spec.generate(ctx, rep)
+        items = [it for it, _ in pairs]
+        if spec.templated:
             # Fact probes ask in wordings no template trains; hand-written and generated probes must not leak.
             guarded = [p for p in probes if not p.kind.startswith("fact_")]
             items, rep.removed["leak"] = leak_filter(items, guarded, embedder, args.leak_threshold) if guarded else (items, 0)
-            rep.items = len(items)
-            done[kind] = items
-            write_items(run.synth_dir / f"{kind}.jsonl", items)
-            continue
-        elif kind == "extract":
-            qjobs = extract.question_jobs(by_doc, args, seed)
-            qcomps = complete_jobs(llm, qjobs, "extract: questions", progress)
-            jobs = extract.answer_jobs(extract.usable_questions(qjobs, qcomps, rep.removed), seed)
-            comps = complete_jobs(llm, jobs, "extract: round trip", progress)
-            pairs = _collect(jobs, comps, extract.items, llm.model_id, rep)
-            rep.jobs = len(qjobs) + len(jobs)
-        elif kind == "focal":
-            qa_items = done.get("qa")
-            if qa_items is None:
-                path = run.synth_dir / "qa.jsonl"
-                qa_items = read_items(path) if path.exists() else []
-            jobs = focal.jobs(by_doc, qa_items, args, seed)
-            comps = complete_jobs(llm, jobs, "focal", progress)
-            pairs = _collect(jobs, comps, focal.items, llm.model_id, rep)
-            rep.jobs = len(jobs)
         else:
-            module = qa if kind == "qa" else rephrase
-            jobs = module.jobs(by_doc, args, seed)
-            comps = complete_jobs(llm, jobs, kind, progress)
-            pairs = _collect(jobs, comps, module.items, llm.model_id, rep)
-            rep.jobs = len(jobs)
-        items = [it for it, _ in pairs]
-        contexts = {it.id: ctx for it, ctx in pairs}
-        items, rep.removed["grounding"] = grounding_filter(items, contexts, args.grounding_min)
-        if args.candidates > 1 and kind != "extract":
-            family = {f"{job.kind}-{job.key}": _family(job) for job in jobs}
-            items, rep.removed["other_candidate"] = best_candidates(items, contexts, family)
-        items, rep.removed["duplicate"] = dedup_filter(items, args.near_dup_threshold)
-        items, rep.removed["leak"] = leak_filter(items, probes, embedder, args.leak_threshold) if probes else (items, 0)
+            contexts = {it.id: ctx_text for it, ctx_text in pairs}
+            items, rep.removed["grounding"] = grounding_filter(items, contexts, args.grounding_min)
+            if args.candidates > 1 and spec.candidates_compete:
+                family = {f"{job.kind}-{job.key}": _family(job) for job in jobs}
+                items, rep.removed["other_candidate"] = best_candidates(items, contexts, family)
+            items, rep.removed["duplicate"] = dedup_filter(items, args.near_dup_threshold)
+            items, rep.removed["leak"] = leak_filter(items, probes, embedder, args.leak_threshold) if probes else (items, 0)
         rep.items = len(items)
-        done[kind] = items
+        ctx.done[kind] = items
         write_items(run.synth_dir / f"{kind}.jsonl", items)
     report.calls, report.cache_hits, report.tokens = llm.stats.calls, llm.stats.cache_hits, llm.stats.tokens
     report.seconds = time.perf_counter() - t0
@@ -220,8 +136,8 @@ def synth(run: RunDir, args: SynthArgs, *, seed: int = 0, progress: bool = True,
     entry["kinds"] = {**prior, **{k: {"jobs": r.jobs, "items": r.items, "removed": dict(r.removed)} for k, r in report.kinds.items()}}
     entry["llm"] = {"calls": report.calls, "cache_hits": report.cache_hits, "tokens": report.tokens,
                     "dropped": llm.stats.dropped}
-    if facts is not None:
-        entry["facts"] = fact_table.fact_stats(facts)
+    if ctx.fact_table is not None:
+        entry["facts"] = fact_table.fact_stats(ctx.fact_table)
     save_stage(run, "synth", entry)
     return report
 

@@ -20,6 +20,7 @@ from collections import defaultdict
 
 from kbake.run import Probe, SynthItem
 from kbake.synth.facts import Fact, digits, phrase, short_name
+from kbake.synth.kind import KindReport, SynthContext, SynthKind
 
 def entity_names(f: Fact) -> list[str]:
     """The entity as the document prints it and as people name it ('Costco Wholesale
@@ -181,3 +182,19 @@ def fact_probes(facts: list[Fact], templates: list[str], training_templates: lis
                          kind=f"fact_{f.split}", passage_id=f.row_id, evidence=f.evidence, chunk_id=f.chunk_id, group=f.table,
                          split="dev" if f.row_id in dev_rows else "test"))
     return out
+
+
+def generate_restate(ctx: SynthContext, rep: KindReport):
+    facts, a = ctx.facts(), ctx.args
+    made = restatements(facts, a.fact_restatements, a.fact_statement_templates, ctx.seed) + \
+        row_passages(facts, a.fact_row_passages, ctx.seed)
+    return [(it, "") for it in made], [], 0
+
+
+def generate_fact_qa(ctx: SynthContext, rep: KindReport):
+    made = fact_qa(ctx.facts(), ctx.args.fact_qa_wordings, ctx.args.fact_question_templates, ctx.seed)
+    return [(it, "") for it in made], [], 0
+
+
+RESTATE = SynthKind("restate", generate_restate, templated=True)
+FACT_QA = SynthKind("fact_qa", generate_fact_qa, templated=True)

@@ -21,6 +21,7 @@ import re
 from collections import defaultdict
 
 from kbake.run import SynthItem
+from kbake.synth.kind import KindReport, SynthContext, SynthKind
 
 PROMPT_VERSION = "changes.v1"
 _ROW = re.compile(r"^(?P<label>[^\n—]{2,200}?) — (?P<head>[^:;\n]{1,120}): (?P<value>[^;\n]{1,60})(?:;|$)", re.M)
@@ -87,3 +88,11 @@ def items(chunks_by_doc: dict[str, list[dict]]) -> list[tuple[SynthItem, str]]:
                 a = f"{ch['new']} for {ch['new_head']}; it was {ch['old']} for {ch['old_head']}."
                 out.append((SynthItem(id=f"changes-{new_doc}-{k:04d}-q", question=q, answer=a, **common), ctx))
     return out
+
+
+def generate(ctx: SynthContext, rep: KindReport):
+    """Deterministic: a diff of aligned table rows, no LLM call."""
+    return items(ctx.by_doc), [], 0
+
+
+KIND = SynthKind("changes", generate)

@@ -19,6 +19,7 @@ from kbake.llm import Completion, Sampling
 from kbake.llm.base import ChatRequest
 from kbake.run import SynthItem
 from kbake.synth.job import Job, candidate_samplings, passage, passage_items
+from kbake.synth.kind import KindPlan, KindReport, SynthContext, SynthKind, collect, count_tokens
 from kbake.synth.parse import clean_passage, parse_entities
 from kbake.synth.prompts import load_prompt
 
@@ -112,3 +113,34 @@ def summary_items(summaries: list[tuple[Job, str]], model: str) -> list[tuple[Sy
 
 
 items = passage_items
+
+
+def generate(ctx: SynthContext, rep: KindReport):
+    ejobs = entity_jobs(ctx.by_doc, ctx.args, ctx.seed)
+    ecomps = ctx.complete(ejobs, "entigraph: entities")
+    ents, summaries = entities_by_doc(ejobs, ecomps, ctx.by_doc, ctx.args.entigraph_max_entities)
+    todo = relation_jobs(ents, ctx.by_doc, ctx.args, ctx.seed, ctx.titles)
+    pairs = summary_items(summaries, ctx.model) + collect(todo, ctx.complete(todo, "entigraph: relations"), items,
+                                                           ctx.model, rep)
+    return pairs, todo, len(ejobs) + len(todo)
+
+
+def plan(chunks_by_doc, args, seed: int, tokenizer) -> KindPlan:
+    """Entity calls up front; relation calls (pairs and triples per document) later, at their cap."""
+    import math
+
+    todo = entity_jobs(chunks_by_doc, args, seed)
+    n_ent = args.entigraph_max_entities
+    per_doc = min(args.entigraph_pairs, math.comb(n_ent, 2)) + min(args.entigraph_triples, math.comb(n_ent, 3))
+    rel_calls = per_doc * len(chunks_by_doc)
+    mean_chunk = sum(c.get("n_tokens", 0) for cs in chunks_by_doc.values() for c in cs) / max(
+        1, sum(len(cs) for cs in chunks_by_doc.values()))
+    rel_prompt = count_tokens(relation_jobs(
+        {d: ["A B", "C D"] for d in list(chunks_by_doc)[:1]},
+        {d: [{"chunk_id": "x", "text": "A B C D"}] for d in list(chunks_by_doc)[:1]}, args, seed, {}), tokenizer)
+    return KindPlan(len(todo) + rel_calls, count_tokens(todo, tokenizer) + round(rel_calls * (rel_prompt + 2 * mean_chunk)),
+                    todo[0].request.sampling.max_tokens if todo else args.entigraph_max_tokens, todo,
+                    rel_calls, args.entigraph_max_tokens)
+
+
+KIND = SynthKind("entigraph", generate, plan=plan)

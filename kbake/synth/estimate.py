@@ -21,28 +21,9 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from kbake.synth import entigraph, extract, qa, rephrase
-from kbake.synth.job import Job
+from kbake.synth.kind import KindPlan
 
 ENDPOINT_OUTPUT_SHARE = 0.5
-
-
-@dataclass
-class KindPlan:
-    calls: int
-    input_tokens: int
-    max_tokens: int
-    """Longest answer of this kind's calls."""
-    jobs: list[Job] = field(default_factory=list, repr=False)
-    """The calls known before the run starts (all of them but EntiGraph's relation calls)."""
-    later_calls: int = 0
-    """Calls that depend on earlier answers (EntiGraph relations), counted at their cap."""
-    later_max_tokens: int = 0
-    cached_calls: int = 0
-    """Calls whose answers are already in the run's cache (free; counted by the local probe)."""
-    output_share: float = 1.0
-    """Expected answer length as a share of max_tokens (measured by the probe when local)."""
-    seconds: float = float("nan")
 
 
 @dataclass
@@ -83,47 +64,11 @@ def _duration(s: float) -> str:
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
 
 
-def count_tokens(jobs: list[Job], tokenizer) -> int:
-    texts = [" ".join(c for _, c in j.request.messages) for j in jobs]
-    return sum(len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]) if texts else 0
-
-
 def plan(chunks_by_doc: dict[str, list[dict]], args, seed: int, tokenizer) -> dict[str, KindPlan]:
-    """Calls and input tokens per kind, with the jobs known before the run starts."""
-    out = {}
-    for kind in args.kinds:
-        if kind == "entigraph":
-            jobs = entigraph.entity_jobs(chunks_by_doc, args, seed)
-            n_ent = args.entigraph_max_entities
-            per_doc = min(args.entigraph_pairs, math.comb(n_ent, 2)) + min(args.entigraph_triples, math.comb(n_ent, 3))
-            rel_calls = per_doc * len(chunks_by_doc)
-            mean_chunk = sum(c.get("n_tokens", 0) for cs in chunks_by_doc.values() for c in cs) / max(
-                1, sum(len(cs) for cs in chunks_by_doc.values()))
-            rel_prompt = count_tokens(entigraph.relation_jobs(
-                {d: ["A B", "C D"] for d in list(chunks_by_doc)[:1]},
-                {d: [{"chunk_id": "x", "text": "A B C D"}] for d in list(chunks_by_doc)[:1]}, args, seed, {}), tokenizer)
-            out[kind] = KindPlan(len(jobs) + rel_calls, count_tokens(jobs, tokenizer) + round(rel_calls * (rel_prompt + 2 * mean_chunk)),
-                                 jobs[0].request.sampling.max_tokens if jobs else args.entigraph_max_tokens, jobs,
-                                 rel_calls, args.entigraph_max_tokens)
-        elif kind in ("changes", "restate", "fact_qa"):  # no LLM calls: a diff, or templates over the fact table
-            out[kind] = KindPlan(0, 0, 0)
-        elif kind == "extract":  # questions up front; the round trips (at most one per question) later
-            jobs = extract.question_jobs(chunks_by_doc, args, seed)
-            tokens = count_tokens(jobs, tokenizer)
-            out[kind] = KindPlan(2 * len(jobs), 2 * tokens, jobs[0].request.sampling.max_tokens if jobs else 64, jobs,
-                                 len(jobs), 32)
-        elif kind == "focal":  # one call per QA pair and candidate, known after qa: counted at their cap
-            n_qa = len(qa.jobs(chunks_by_doc, args, seed)) * args.qa_per_request * args.candidates
-            per_call = count_tokens(rephrase.jobs({d: cs[:1] for d, cs in list(chunks_by_doc.items())[:1]},
-                                                  args.model_copy(update={"rephrase_styles": ["summary"], "candidates": 1}),
-                                                  seed), tokenizer)
-            out[kind] = KindPlan(n_qa, n_qa * per_call, args.rephrase_max_tokens, [], n_qa, args.rephrase_max_tokens)
-        else:
-            module = qa if kind == "qa" else rephrase
-            jobs = module.jobs(chunks_by_doc, args, seed)
-            out[kind] = KindPlan(len(jobs), count_tokens(jobs, tokenizer),
-                                 args.qa_max_tokens if kind == "qa" else args.rephrase_max_tokens, jobs)
-    return out
+    """Calls and input tokens per kind (each kind's own `plan`), with the jobs known before the run starts."""
+    from kbake.synth import KINDS
+
+    return {kind: KINDS[kind].plan(chunks_by_doc, args, seed, tokenizer) for kind in args.kinds}
 
 
 def estimate(run, args, seed: int = 0, *, llm=None, probe: bool = True) -> Estimate:

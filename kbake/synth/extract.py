@@ -20,6 +20,7 @@ from kbake.llm.base import ChatRequest
 from kbake.run import SynthItem
 from kbake.synth.filters import content_words, numbers
 from kbake.synth.job import Job, candidate_samplings, passage
+from kbake.synth.kind import KindPlan, KindReport, SynthContext, SynthKind, collect, count_tokens
 from kbake.synth.parse import parse_question
 from kbake.synth.prompts import load_prompt
 
@@ -129,3 +130,21 @@ def items(job: Job, completion: Completion, model: str) -> list[SynthItem] | str
     return [SynthItem(id=f"extract-{job.key}", kind="extract", doc_id=job.doc_id, chunk_ids=job.chunk_ids,
                       generator=job.generator, prompt_version=job.prompt_version, model=model,
                       question=job.extra["question"], answer=job.extra["span"])]
+
+
+def generate(ctx: SynthContext, rep: KindReport):
+    qjobs = question_jobs(ctx.by_doc, ctx.args, ctx.seed)
+    qcomps = ctx.complete(qjobs, "extract: questions")
+    todo = answer_jobs(usable_questions(qjobs, qcomps, rep.removed), ctx.seed)
+    pairs = collect(todo, ctx.complete(todo, "extract: round trip"), items, ctx.model, rep)
+    return pairs, todo, len(qjobs) + len(todo)
+
+
+def plan(chunks_by_doc, args, seed: int, tokenizer) -> KindPlan:
+    """Questions up front; the round trips (at most one per question) later."""
+    todo = question_jobs(chunks_by_doc, args, seed)
+    return KindPlan(2 * len(todo), 2 * count_tokens(todo, tokenizer), todo[0].request.sampling.max_tokens if todo else 64,
+                    todo, len(todo), 32)
+
+
+KIND = SynthKind("extract", generate, candidates_compete=False, plan=plan)

@@ -8,9 +8,10 @@ from __future__ import annotations
 from kbake.config import SynthArgs
 from kbake.llm import Completion
 from kbake.llm.base import ChatRequest
-from kbake.run import SynthItem
+from kbake.run import SynthItem, read_items
 from kbake.synth.filters import content_words, numbers
 from kbake.synth.job import Job, candidate_samplings, passage, passage_items
+from kbake.synth.kind import KindPlan, KindReport, SynthContext, SynthKind, collect, count_tokens
 from kbake.synth.prompts import load_prompt
 
 
@@ -45,3 +46,27 @@ def items(job: Job, completion: Completion, model: str) -> list[SynthItem] | str
     if isinstance(got, str):
         return got
     return got if states(got[0].text, job.extra["answer"]) else "misses_answer"
+
+
+def generate(ctx: SynthContext, rep: KindReport):
+    qa_items = ctx.done.get("qa")
+    if qa_items is None:
+        path = ctx.run.synth_dir / "qa.jsonl"
+        qa_items = read_items(path) if path.exists() else []
+    todo = jobs(ctx.by_doc, qa_items, ctx.args, ctx.seed)
+    return collect(todo, ctx.complete(todo, "focal"), items, ctx.model, rep), todo, len(todo)
+
+
+def plan(chunks_by_doc, args, seed: int, tokenizer) -> KindPlan:
+    """One call per QA pair and candidate, known after qa: counted at their cap."""
+    from kbake.synth import qa, rephrase
+
+    n_qa = len(qa.jobs(chunks_by_doc, args, seed)) * args.qa_per_request * args.candidates
+    per_call = count_tokens(rephrase.jobs({d: cs[:1] for d, cs in list(chunks_by_doc.items())[:1]},
+                                          args.model_copy(update={"rephrase_styles": ["summary"], "candidates": 1}), seed),
+                            tokenizer)
+    return KindPlan(n_qa, n_qa * per_call, args.rephrase_max_tokens, [], n_qa, args.rephrase_max_tokens)
+
+
+KIND = SynthKind("focal", generate, after=("qa",), plan=plan)
+"""Writes around the QA pairs' questions, so it runs after qa whatever the order given."""

@@ -59,6 +59,11 @@ def load_examples(run: RunDir, args: TrainArgs, tok, seed: int, docs: set[str] |
     """The new-knowledge examples named by `args.data`, weighted. A missing corpus raises; an
     empty one is skipped with an `EmptyCorpusWarning` giving synth's reasons, and only when
     every corpus is empty does it raise (unless `allow_empty`). `docs`: only these documents' items."""
+    from kbake.synth import KINDS  # the names are the synth registry's (checked here: config sits below synth)
+
+    bad = [d for d in [*args.data, *args.data_weights] if d != "raw" and d not in KINDS]
+    if bad:
+        raise ValueError(f"train.data: unknown corpus {bad[0]!r}; allowed: raw, {', '.join(KINDS)}")
     rng = random.Random(seed)
     out: list[Example] = []
     empty: list[str] = []
