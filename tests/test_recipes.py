@@ -93,3 +93,12 @@ def test_every_field_documented():
                 walk(ann, f"{prefix}{name}.")
 
     walk(Recipe)
+
+
+@pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.name)
+def test_recipe_opens_with_its_command_and_names_its_result(path):
+    """torchtune's rule: the first line is the command that uses it; the header names the result
+    it produces (figures live with the result, not copied into the recipe)."""
+    header = [line for line in path.read_text().splitlines() if line.startswith("#")]
+    assert path.read_text().startswith("# kbake ")
+    assert any("Result it produces" in line or "docs/results.md" in line for line in header), path.name
