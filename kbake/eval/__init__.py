@@ -42,7 +42,6 @@ from kbake.run import (RunDir, atomic_write_json, atomic_write_parquet, make_pri
 from kbake.sample import general_paragraphs, general_questions
 
 
-
 @dataclass
 class EvalData:
     """Everything every model is scored on, prepared once."""

@@ -8,14 +8,7 @@ never by the highest test figure, which would select on noise. Every rule is an 
 
 from __future__ import annotations
 
-from kbake.eval.intervals import paired_bootstrap
-
-VERDICTS = ("nothing_trained", "retrieve_no_learning", "retrieve_forgot", "both", "bake", "either", "retrieve_rag_better")
-
-
-def beyond_noise(c: dict | None) -> bool:
-    """The 95% interval excludes zero."""
-    return bool(c) and (c["lo"] > 0 or c["hi"] < 0)
+from kbake.eval.intervals import beyond_noise, paired_bootstrap
 
 
 def learning_keys(metrics: dict) -> tuple[str, str]:
@@ -62,8 +55,8 @@ def decide(metrics: dict) -> dict:
         verdict = "retrieve_no_learning"
     elif forget and forget["hi"] < 0:
         verdict = "retrieve_forgot"
-    elif beyond_noise(both_vs_rag) and both_vs_rag["lo"] > 0 and (not (vs_rag and vs_rag["lo"] > 0)
-                                                                 or (both_vs_closed and both_vs_closed["lo"] > 0)):
+    elif both_vs_rag and both_vs_rag["lo"] > 0 and (not (vs_rag and vs_rag["lo"] > 0)
+                                                    or (both_vs_closed and both_vs_closed["lo"] > 0)):
         verdict = "both"  # retrieval on top beats RAG, and closed book alone does not (or retrieval adds to it)
     elif vs_rag and vs_rag["lo"] > 0:
         verdict = "bake"

@@ -81,6 +81,11 @@ def pooled_bootstrap(base, news, *, n_boot: int = N_BOOT, seed: int = 0, level: 
             "detectable": detectable_change(mean_d, level)}
 
 
+def beyond_noise(c: dict | None) -> bool:
+    """The 95% interval excludes zero."""
+    return bool(c) and (c["lo"] > 0 or c["hi"] < 0)
+
+
 def what_it_detects(changes: dict, keys: list[str]) -> dict:
     """Per accuracy comparison in `changes` (a model's vs_base): items, change, the detectable
     change, and whether the change cleared its interval. A change within noise whose set could
@@ -90,7 +95,7 @@ def what_it_detects(changes: dict, keys: list[str]) -> dict:
         c = changes.get(k)
         if c:
             out[k] = {"n": c["n"], "diff": c["diff"], "detectable": c.get("detectable"),
-                      "beyond_noise": bool(c["lo"] > 0 or c["hi"] < 0)}
+                      "beyond_noise": beyond_noise(c)}
     return out
 
 

@@ -14,8 +14,8 @@ import re
 from itertools import combinations
 from pathlib import Path
 
-from kbake.eval.decide import beyond_noise, decide
-from kbake.eval.intervals import items_to_see
+from kbake.eval.decide import decide
+from kbake.eval.intervals import beyond_noise, items_to_see
 from kbake.run import atomic_write_bytes, atomic_write_text
 
 COLUMNS = ["model", "method", "closed-book acc", "paraphrase acc", "verbatim acc", "fact-QA acc", "fact held-out acc", "margin", "dev acc", "RAG acc",
@@ -39,8 +39,6 @@ def fmt_change(c: dict | None, scale: float = 100, unit: str = "", counts: bool 
     f = f"{{:+.{digits}f}}"
     s = f"{f.format(scale * c['diff'])}{unit} [{f.format(scale * c['lo'])}, {f.format(scale * c['hi'])}]"
     return s + (f" {c['gained']}↑ {c['lost']}↓" if counts else "")
-
-
 
 
 KIND_LABELS = {"paraphrase": "paraphrased test probes", "verbatim": "verbatim test probes",
