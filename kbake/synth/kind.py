@@ -98,6 +98,22 @@ class SynthKind:
     """`kbake synth --estimate`: (chunks_by_doc, args, seed, tokenizer) -> the calls and tokens it will need."""
 
 
+def one_call_per_job(name: str, make_jobs, to_items, max_tokens: str, **kw) -> SynthKind:
+    """The kind of a generator that makes one call per job known up front (qa, rephrase):
+    `make_jobs(chunks_by_doc, args, seed)`, `to_items(job, completion, model)`, and the name of
+    the args field capping its answers."""
+
+    def generate(ctx: SynthContext, rep: KindReport):
+        todo = make_jobs(ctx.by_doc, ctx.args, ctx.seed)
+        return collect(todo, ctx.complete(todo, name), to_items, ctx.model, rep), todo, len(todo)
+
+    def plan(chunks_by_doc, args, seed: int, tokenizer) -> KindPlan:
+        todo = make_jobs(chunks_by_doc, args, seed)
+        return KindPlan(len(todo), count_tokens(todo, tokenizer), getattr(args, max_tokens), todo)
+
+    return SynthKind(name, generate, plan=plan, **kw)
+
+
 def complete_jobs(llm, jobs: list[Job], desc: str, progress: bool):
     """Run every job's request, with a progress bar showing items done, tokens and rate."""
     from tqdm import tqdm

@@ -14,7 +14,7 @@ from kbake.llm import Completion
 from kbake.llm.base import ChatRequest
 from kbake.run import SynthItem
 from kbake.synth.job import Job, candidate_samplings, passage
-from kbake.synth.kind import KindPlan, KindReport, SynthContext, SynthKind, collect, count_tokens
+from kbake.synth.kind import one_call_per_job
 from kbake.synth.parse import parse_qa
 from kbake.synth.prompts import load_prompt
 
@@ -75,14 +75,4 @@ def items(job: Job, completion: Completion, model: str) -> list[SynthItem] | str
     ]
 
 
-def generate(ctx: SynthContext, rep: KindReport):
-    todo = jobs(ctx.by_doc, ctx.args, ctx.seed)
-    return collect(todo, ctx.complete(todo, "qa"), items, ctx.model, rep), todo, len(todo)
-
-
-def plan(chunks_by_doc, args, seed: int, tokenizer) -> KindPlan:
-    todo = jobs(chunks_by_doc, args, seed)
-    return KindPlan(len(todo), count_tokens(todo, tokenizer), args.qa_max_tokens, todo)
-
-
-KIND = SynthKind("qa", generate, plan=plan)
+KIND = one_call_per_job("qa", jobs, items, "qa_max_tokens")

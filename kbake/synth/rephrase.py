@@ -6,7 +6,7 @@ from __future__ import annotations
 from kbake.config import SynthArgs
 from kbake.llm.base import ChatRequest
 from kbake.synth.job import Job, candidate_samplings, passage, passage_items
-from kbake.synth.kind import KindPlan, KindReport, SynthContext, SynthKind, collect, count_tokens
+from kbake.synth.kind import one_call_per_job
 from kbake.synth.prompts import load_prompt
 
 STYLES = {
@@ -34,14 +34,4 @@ def jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: int) -> li
 items = passage_items
 
 
-def generate(ctx: SynthContext, rep: KindReport):
-    todo = jobs(ctx.by_doc, ctx.args, ctx.seed)
-    return collect(todo, ctx.complete(todo, "rephrase"), items, ctx.model, rep), todo, len(todo)
-
-
-def plan(chunks_by_doc, args, seed: int, tokenizer) -> KindPlan:
-    todo = jobs(chunks_by_doc, args, seed)
-    return KindPlan(len(todo), count_tokens(todo, tokenizer), args.rephrase_max_tokens, todo)
-
-
-KIND = SynthKind("rephrase", generate, plan=plan)
+KIND = one_call_per_job("rephrase", jobs, items, "rephrase_max_tokens")
