@@ -71,9 +71,8 @@ def main() -> None:
                            "base_closed": sum(bool(b["closed"]) for b in base_test) / max(1, len(base_test)),
                            "base_rag": sum(map(bool, rag)) / len(rag) if rag else None,
                            "closed": changes.get(f"closed_book_{k}"),
-                           "closed_minus_base_rag": changes.get(f"closed_vs_base_rag_{k}")}
-        dev = pooled_changes({**metrics, "per_probe": [p for p in pp if p["kind"] == k]}, names)
-        out["kinds"][k]["dev_closed"] = dev.get("dev_closed_book")
+                           "closed_minus_base_rag": changes.get(f"closed_vs_base_rag_{k}"),
+                           "dev_closed": changes.get(f"dev_closed_book_{k}")}
     out["all_test"] = {"closed": changes.get("closed_book"), "closed_minus_base_rag": changes.get("closed_vs_base_rag")}
     out["general_eval"] = changes.get("general_eval")
     out["novel_ppl_change"] = {m["name"]: m["general"]["novel_ppl_change"] for m in metrics["models"][1:]}

@@ -37,6 +37,7 @@ def test_pooled_change_is_the_mean_over_seeds_with_each_seed_beside_it():
     assert g["changes"]["closed_book_fact_qa"]["diff"] == pytest.approx(0.30)
     assert g["changes"]["closed_vs_base_rag"]["diff"] == pytest.approx((20 + 24) / 2 / 40 - 15 / 40)
     assert g["changes"]["dev_closed_book"]["diff"] == pytest.approx(1.0)
+    assert g["changes"]["dev_closed_book_fact_qa"]["diff"] == pytest.approx(1.0)
     assert g["changes"]["general_eval"]["diff"] == 0.0
     header, rows = seed_rows({"seed_groups": [g]})
     first = rows[0]

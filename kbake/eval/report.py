@@ -97,9 +97,12 @@ def seed_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
     rows = []
     for g in metrics.get("seed_groups") or []:
         for key, c in g["changes"].items():
-            kind = key.removeprefix("closed_book_").removeprefix("closed_vs_base_rag_")
-            label = names.get(key) or (("closed book minus base RAG, " if key.startswith("closed_vs") else "closed book, ")
-                                       + KIND_LABELS.get(kind, kind))
+            kind = key.removeprefix("dev_closed_book_").removeprefix("closed_book_").removeprefix("closed_vs_base_rag_")
+            if key.startswith("dev_"):  # the kind labels name the test split
+                label = names.get(key) or f"closed book, dev probes of kind {kind}"
+            else:
+                what = "closed book minus base RAG, " if key.startswith("closed_vs") else "closed book, "
+                label = names.get(key) or what + KIND_LABELS.get(kind, kind)
             rows.append([g["group"], ", ".join(map(str, g["seeds"])), label, fmt_change(c, counts=True),
                          ", ".join(f"{100 * x:+.1f}" for x in c["per_seed"]),
                          "—" if c.get("detectable") is None else f"±{100 * c['detectable']:.1f}"])

@@ -37,7 +37,7 @@ def _pool(per_probe: list[dict], names: list[str], keep, key: str, base_key: str
 
 def pooled_changes(metrics: dict, names: list[str]) -> dict:
     """The pooled changes of the models `names` (one per seed) against the base: closed book on
-    all test probes, per probe kind and on dev; closed book minus RAG on the base (all and per
+    all test probes, per probe kind and on dev (all and per kind); closed book minus RAG on the base (all and per
     kind); general-eval accuracy. Keys as in a model's vs_base."""
     pp = metrics["per_probe"]
     kinds = sorted({p["kind"] for p in pp if p.get("split", "test") == "test"})
@@ -48,6 +48,8 @@ def pooled_changes(metrics: dict, names: list[str]) -> dict:
     for k in kinds:
         out[f"closed_book_{k}"] = _pool(pp, names, lambda p, k=k: test(p) and p["kind"] == k, "closed", "closed")
         out[f"closed_vs_base_rag_{k}"] = _pool(pp, names, lambda p, k=k: test(p) and p["kind"] == k, "closed", "rag")
+        out[f"dev_closed_book_{k}"] = _pool(pp, names, lambda p, k=k: p.get("split") == "dev" and p["kind"] == k,
+                                            "closed", "closed")
     items = metrics.get("general_eval_items") or []
     if items:
         out["general_eval"] = pooled_bootstrap([float(bool(i["models"]["base"]["correct"])) for i in items],
