@@ -47,7 +47,7 @@ def check_fits(base_model: str, args: TrainArgs) -> None:
     config = AutoConfig.from_pretrained(resolve_lm_path(base_model))
     with init_empty_weights():
         n = sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
-    trainable = n if METHODS[args.method].WHOLE_MODEL else n // 50
+    trainable = n if METHODS[args.method].SAVED_AS == "whole" else n // 50
     need = estimate_memory_bytes(n, trainable, args.batch_size * args.block_size, config.hidden_size,
                                  config.num_hidden_layers)
     if torch.cuda.is_available():
@@ -87,8 +87,8 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
 
     Every method module has the same small interface: `prepare(model, tok, args, seed=,
     examples=) -> Prepared`, `save(acc, model, folder, tok, base_model=)` (called on every
-    process), `SAVED_AS` (how its folder loads onto a base: models.trained.ATTACH), and the flags
-    `WHOLE_MODEL` and `CONTINUABLE`; one with `OWN_LOOP` (GRPO) runs its own trainer
+    process), `SAVED_AS` (how its folder loads: 'whole' for a standalone model, else the format
+    models.trained.ATTACH puts onto a base), and the flag `CONTINUABLE`; one with `OWN_LOOP` (GRPO) runs its own trainer
     through `own_loop` and shares the rest of the bookkeeping."""
     from kbake.models import load_causal_lm
     from kbake.models.trained import start_from
@@ -176,7 +176,7 @@ def _write_meta(folder: Path, method, args: TrainArgs) -> None:
     from kbake.models.trained import write_meta
 
     # A standalone model needs no record of where it started; an adapter must load onto it.
-    write_meta(folder, args.method, args.base_model, init=None if method.WHOLE_MODEL else args.init, saved_as=method.SAVED_AS)
+    write_meta(folder, args.method, args.base_model, init=None if method.SAVED_AS == "whole" else args.init, saved_as=method.SAVED_AS)
 
 
 def _write_state(run: RunDir, recipe: Recipe, name: str, out: Path, state: dict) -> None:

@@ -8,8 +8,6 @@ from kbake.config import TrainArgs
 from kbake.train.loop import Prepared
 
 SAVED_AS = "whole"
-"""How the saved folder loads (kbake.models.trained.ATTACH)."""
-WHOLE_MODEL = True
 """The trained folder is a standalone model: it loads without the base, and `--from` it needs no chain."""
 CONTINUABLE = True
 

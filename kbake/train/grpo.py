@@ -23,8 +23,7 @@ from kbake.train import lora, tiny
 from kbake.train.environments import make_environment
 
 SAVED_AS = "adapter"
-"""How the saved folder loads (kbake.models.trained.ATTACH)."""
-WHOLE_MODEL = False
+"""A LoRA or TinyLoRA adapter, whichever it trained; kbake.models.trained.ATTACH tells them apart by their files."""
 CONTINUABLE = True
 OWN_LOOP = True
 """TRL's GRPOTrainer runs the loop (sampling, rewards, the policy update); `own_loop` below."""

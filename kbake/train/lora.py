@@ -8,9 +8,8 @@ from kbake.config import TrainArgs
 from kbake.train.loop import Prepared
 
 SAVED_AS = "peft"
-"""How the saved folder loads (kbake.models.trained.ATTACH)."""
-WHOLE_MODEL = False
-"""The trained folder holds the adapter only; it loads onto its base (or the model it started from)."""
+"""The trained folder holds the adapter only; kbake.models.trained.ATTACH loads it onto its base (or
+the model it started from)."""
 CONTINUABLE = True
 
 

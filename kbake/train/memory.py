@@ -19,9 +19,7 @@ from kbake.models.memory import (MemoryConfig, add_memory, capture_mlp_io, fit_a
 from kbake.train.loop import Prepared
 
 SAVED_AS = "memory"
-"""How the saved folder loads (kbake.models.trained.ATTACH)."""
-WHOLE_MODEL = False
-"""The trained folder holds the memory only; it loads onto the base model."""
+"""The trained folder holds the memory only; kbake.models.trained.ATTACH loads it onto the base model."""
 CONTINUABLE = False
 """`--from` a memory model is not supported yet (its addresses were fitted to the earlier corpus)."""
 

@@ -11,9 +11,7 @@ from kbake.models.tiny_lora import TinyConfig, apply_tiny_lora, save_tiny
 from kbake.train.loop import Prepared
 
 SAVED_AS = "tiny"
-"""How the saved folder loads (kbake.models.trained.ATTACH)."""
-WHOLE_MODEL = False
-"""The trained folder holds the vectors and their frozen bases; it loads onto its base."""
+"""The trained folder holds the vectors and their frozen bases; kbake.models.trained.ATTACH loads it onto its base."""
 CONTINUABLE = True
 
 
