@@ -33,11 +33,15 @@ SHAPES = {
 
 
 def build(shape: dict, device: str):
+    """The random-weight model; on the meta device it holds no memory (for counting parameters)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
     cfg = LlamaConfig(**{k: v for k, v in shape.items() if k not in ("batch", "block")}, max_position_embeddings=4096,
                       tie_word_embeddings=False)
+    if device == "meta":
+        with torch.device("meta"):
+            return LlamaForCausalLM(cfg)
     return LlamaForCausalLM(cfg).to(device)
 
 
@@ -84,11 +88,10 @@ def kbake_loop(shape: dict, device: str, steps: int, method: str, bf16: bool) ->
     return sum(r["tokens_per_s"] for r in timed) / len(timed)
 
 
-def scoring(shape: dict, device: str, items: int) -> float:
+def scoring(model, shape: dict, device: str, items: int) -> float:
     """Items/s of kbake's multiple-choice scoring (a 64-token question, four 8-token options)."""
     from kbake.eval.score import score_many
 
-    model = build(shape, device).eval()
     g = torch.Generator().manual_seed(1)
     prefixes = [torch.randint(3, shape["vocab_size"], (64,), generator=g).tolist() for _ in range(items)]
     opts = [[torch.randint(3, shape["vocab_size"], (8,), generator=g).tolist() for _ in range(4)] for _ in range(items)]
@@ -99,9 +102,8 @@ def scoring(shape: dict, device: str, items: int) -> float:
     return items / (time.perf_counter() - t0)
 
 
-def generation(shape: dict, device: str, batch: int, new: int) -> float:
+def generation(model, shape: dict, device: str, batch: int, new: int) -> float:
     """New tokens/s of greedy decoding from a 32-token prompt (transformers' generate)."""
-    model = build(shape, device).eval()
     x = torch.randint(3, shape["vocab_size"], (batch, 32), generator=torch.Generator().manual_seed(2)).to(device)
     t0 = time.perf_counter()
     with torch.no_grad():
@@ -134,7 +136,7 @@ def main() -> None:
     from kbake.models.precision import resolve_precision
 
     bf16 = resolve_precision("auto", device) == "bf16"
-    params = sum(p.numel() for p in build(shape, "cpu").parameters())
+    params = sum(p.numel() for p in build(shape, "meta").parameters())
     name = torch.cuda.get_device_name(0) if device == "cuda" else "CPU"
     print(f"{name} | shape {a.shape}: {params / 1e6:.1f}M parameters, batch {shape['batch']} x {shape['block']} | "
           f"{'bf16' if bf16 else 'fp32'}")
@@ -145,10 +147,11 @@ def main() -> None:
         mfu = 6 * params * rate / (a.peak_tflops * 1e12) if device == "cuda" else None
         rows.append({"what": label, "value": rate, "unit": "tokens/s", "vs_bare": rate / bare,
                      "mfu": mfu})
-    rows.append({"what": "eval: multiple-choice scoring", "value": scoring(shape, device, 16 if a.shape == "tiny" else 64),
+    inference = build(shape, device).eval()  # scoring and generation share one model; training built its own
+    rows.append({"what": "eval: multiple-choice scoring", "value": scoring(inference, shape, device, 16 if a.shape == "tiny" else 64),
                  "unit": "items/s"})
     for b in (1, 32, 128):
-        rows.append({"what": f"generate: batch {b}", "value": generation(shape, device, b, 8 if a.shape == "tiny" else 64),
+        rows.append({"what": f"generate: batch {b}", "value": generation(inference, shape, device, b, 8 if a.shape == "tiny" else 64),
                      "unit": "new tokens/s"})
     rows.append({"what": "peak memory", "value": peak_memory_gib(device), "unit": "GiB"})
     print(f"| {'what':32} | {'value':>12} | {'unit':12} | {'vs bare':>7} | {'MFU':>5} |")
