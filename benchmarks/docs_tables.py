@@ -26,11 +26,12 @@ KIND_NAMES = {"fact_qa": "fact_qa (QA-trained facts, new wordings)", "fact_heldo
               "paraphrase": "paraphrase (hand-written)"}
 
 
-def _change(c: dict | None, per_seed: bool = True) -> str:
+def change_text(c: dict | None) -> str:
+    """'+18.6 [+7.5, +29.3] (+12.2, +22.4, +21.1)': points, interval, and each seed's when pooled."""
     if not c:
         return "—"
     s = f"{100 * c['diff']:+.1f} [{100 * c['lo']:+.1f}, {100 * c['hi']:+.1f}]"
-    if per_seed and c.get("per_seed") and len(c["per_seed"]) > 1:
+    if c.get("per_seed") and len(c["per_seed"]) > 1:
         s += " (" + ", ".join(f"{100 * x:+.1f}" for x in c["per_seed"]) + ")"
     return s
 
@@ -46,13 +47,13 @@ def fact_seeds(data: dict) -> str:
         rag = "—" if r["base_rag"] is None else f"{100 * r['base_rag']:.1f}%"
         det = (r["closed"] or {}).get("detectable")
         lines.append(f"| {KIND_NAMES.get(k, k)} | {r['n_test']} | {100 * r['base_closed']:.1f}% | {rag} | "
-                     f"{_change(r['closed'])} {r['closed']['gained']}↑ {r['closed']['lost']}↓ | "
-                     f"{_change(r['closed_minus_base_rag'])} | {_change(r['dev_closed'])} | "
+                     f"{change_text(r['closed'])} {r['closed']['gained']}↑ {r['closed']['lost']}↓ | "
+                     f"{change_text(r['closed_minus_base_rag'])} | {change_text(r['dev_closed'])} | "
                      f"{'—' if det is None else f'±{100 * det:.1f}'} |")
     ge = data.get("general_eval")
     if ge:
         det = ge.get("detectable")
-        lines.append(f"| general-eval accuracy (forgetting) | {ge['n']} | | | {_change(ge)} {ge['gained']}↑ {ge['lost']}↓ | "
+        lines.append(f"| general-eval accuracy (forgetting) | {ge['n']} | | | {change_text(ge)} {ge['gained']}↑ {ge['lost']}↓ | "
                      f"| | {'—' if det is None else f'±{100 * det:.1f}'} |")
     return "\n".join(lines) + "\n"
 

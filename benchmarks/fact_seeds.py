@@ -77,17 +77,11 @@ def main() -> None:
     out["general_eval"] = changes.get("general_eval")
     out["novel_ppl_change"] = {m["name"]: m["general"]["novel_ppl_change"] for m in metrics["models"][1:]}
     out["train_minutes"] = {m["name"]: round((m.get("train_seconds") or 0) / 60, 1) for m in metrics["models"][1:]}
-    fmt = lambda c: "—" if not c else (f"{100 * c['diff']:+.1f} [{100 * c['lo']:+.1f}, {100 * c['hi']:+.1f}] "  # noqa: E731
-                                       f"({', '.join(f'{100 * x:+.1f}' for x in c['per_seed'])})")
-    print(f"| probe kind | test n | base closed | base RAG | closed-book change, {len(names)} seeds (per seed) | "
-          "closed minus base RAG | dev change |")
-    print("|---|---|---|---|---|---|---|")
-    for k, r in out["kinds"].items():
-        rag = "—" if r["base_rag"] is None else f"{100 * r['base_rag']:.1f}%"
-        print(f"| {k} | {r['n_test']} | {100 * r['base_closed']:.1f}% | {rag} | {fmt(r['closed'])} | "
-              f"{fmt(r['closed_minus_base_rag'])} | {fmt(r['dev_closed'])} |")
-    print(f"\nall test probes: {fmt(out['all_test']['closed'])}; closed minus base RAG {fmt(out['all_test']['closed_minus_base_rag'])}")
-    print(f"general-eval accuracy ({len(metrics['general_eval_items'])} items): {fmt(out['general_eval'])}")
+    from docs_tables import change_text, fact_seeds as fact_table  # the docs' renderer (this folder)
+
+    print(fact_table(out), end="")
+    print(f"\nall test probes: {change_text(out['all_test']['closed'])}; "
+          f"closed minus base RAG {change_text(out['all_test']['closed_minus_base_rag'])}")
     print("novel perplexity change: " + ", ".join(f"{n} {100 * v:+.1f}%" for n, v in out["novel_ppl_change"].items()))
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)

@@ -37,8 +37,8 @@ def _pool(per_probe: list[dict], names: list[str], keep, key: str, base_key: str
 
 def pooled_changes(metrics: dict, names: list[str]) -> dict:
     """The pooled changes of the models `names` (one per seed) against the base: closed book on
-    all test probes, per probe kind and on dev (all and per kind); closed book minus RAG on the base (all and per
-    kind); general-eval accuracy. Keys as in a model's vs_base."""
+    all test probes, per probe kind and on dev (all and per kind); closed book minus RAG on the
+    base (all and per kind); general-eval accuracy. Keys as in a model's vs_base."""
     pp = metrics["per_probe"]
     kinds = sorted({p["kind"] for p in pp if p.get("split", "test") == "test"})
     test = lambda p: p.get("split", "test") == "test"  # noqa: E731
