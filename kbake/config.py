@@ -75,6 +75,19 @@ FACT_QUESTION_TEMPLATES = [
     "What {attribute} did {entity} have for {period}?",
 ]
 
+PROSE_STATEMENT_TEMPLATES = [
+    "{sentence}",
+    "According to {entity}: {sentence}",
+    "{entity} reports: {sentence}",
+    "From the report of {entity} as of {as_of}: {sentence}",
+    "In its annual report, {entity} writes: \"{original}\"",
+    "About {entity} ({heading}): {sentence}",
+]
+PROSE_QUESTION_TEMPLATES = [
+    "What fills the blank in this statement about {entity}? {cloze}",
+    "Complete the statement from {entity}'s report: {cloze}",
+    "{entity}: \"{cloze}\" What goes in the blank?",
+]
 FACT_PROBE_TEMPLATES = [
     "Looking at {period}, what is the value of {entity}'s {attribute}?",
     "Which amount matches the {attribute} of {entity} for {period}?",
@@ -189,6 +202,16 @@ class SynthArgs(LLMArgs):
     """restate wordings, with {entity}, {attribute}, {period} and {value}."""
     fact_question_templates: list[str] = Field(default_factory=lambda: list(FACT_QUESTION_TEMPLATES), min_length=1)
     """fact_qa question wordings, with {entity}, {attribute} and {period}; fact probes never use one of these."""
+    fact_prose: bool = False
+    """Also read facts from prose: each sentence stating a figure, date or name is restated K times (entity
+    named, first person resolved, `prose_statement_templates`), its paragraph passed in shuffled orders
+    (fact_row_passages), and asked as a fill-in-the-blank QA pair per value when its sentence is not held out
+    (kbake/synth/prose.py). Measured on the sample: docs/results.md."""
+    prose_statement_templates: list[str] = Field(default_factory=lambda: list(PROSE_STATEMENT_TEMPLATES), min_length=1)
+    """restate wordings of a prose sentence: {sentence} (first person resolved), {original} (as printed),
+    {entity}, {as_of}, {heading}."""
+    prose_question_templates: list[str] = Field(default_factory=lambda: list(PROSE_QUESTION_TEMPLATES), min_length=1)
+    """fact_qa wordings of a prose fact: {cloze} (the sentence with its value blanked) and {entity}."""
 
 
 class ProbesArgs(LLMArgs):

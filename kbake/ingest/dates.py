@@ -59,13 +59,25 @@ def stated_as_of(text: str) -> date | None:
     return parse_date(" ".join(m.group(1).split())) if m else None
 
 
+_COMPANY = re.compile(r"\b[A-Z][\w&.'-]*(?:\s+[A-Z][\w&.'-]*){0,5},?\s+(?:Inc\.|INC\.|Corporation|CORPORATION|"
+                      r"Incorporated|Ltd\.|LTD\.|plc|PLC|LLC|N\.V\.|S\.A\.|AG|SE)")
+
+
 def entity_of(path: Path, text: str) -> str:
-    """The registrant's name on a filing's cover, else the file name without digits."""
+    """The registrant's name on a filing's cover, else the first company name of the opening
+    text as it is written in mixed case ('Corvane Hydrosystems, Inc.'), else the file name
+    without digits."""
     m = _REGISTRANT.search(text[:OPENING_CHARS])
     if m:
         name = " ".join(m.group(1).split())
         name = re.sub(r"^.*?\b(?:number|No\.)\s*[\d-]+\s+", "", name)  # "Commission file number 0-20355 Costco …"
         return name.strip(" ,")
+    opening = text[:OPENING_CHARS]
+    m = _COMPANY.search(opening)
+    if m:  # 'CORVANE HYDROSYSTEMS, INC.' on the cover: its first mixed-case spelling, else title case
+        spelled = re.escape(" ".join(m.group(0).split())).replace(r"\ ", r"\s+")
+        readable = [x.group(0) for x in re.finditer(spelled, opening, re.I) if not x.group(0).isupper()]
+        return " ".join((readable[0] if readable else m.group(0).title()).split())
     return re.sub(r"-+", "-", re.sub(r"\d+", "", path.stem.lower())).strip("-_ ") or path.stem
 
 

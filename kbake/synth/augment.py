@@ -19,6 +19,7 @@ import re
 from collections import defaultdict
 
 from kbake.run import Probe, SynthItem
+from kbake.synth import prose
 from kbake.synth.facts import Fact, digits, phrase, short_name
 from kbake.synth.kind import KindReport, SynthContext, SynthKind
 
@@ -79,9 +80,11 @@ def _item(kind: str, f: Fact, n: int, generator: str, text: str = "", question: 
 
 
 def restatements(facts: list[Fact], k: int, templates: list[str], seed: int) -> list[SynthItem]:
-    """K restatements of every fact."""
+    """K restatements of every table fact."""
     out = []
     for f in facts:
+        if f.source != "table":
+            continue
         rng = random.Random(f"{seed}|{f.fact_id}|restate")
         out += [_item("restate", f, n, "restate/template", text=text) for n, (_, text) in
                 enumerate(variants(templates, f, k, rng))]
@@ -92,7 +95,8 @@ def row_passages(facts: list[Fact], per_row: int, seed: int) -> list[SynthItem]:
     """Passages stating all facts of one table row, `per_row` times in shuffled orders and namings."""
     rows: dict[str, list[Fact]] = defaultdict(list)
     for f in facts:
-        rows[f.row_id].append(f)
+        if f.source == "table":
+            rows[f.row_id].append(f)
     out = []
     for row_id, fs in rows.items():
         rng = random.Random(f"{seed}|{fs[0].doc_name}|{fs[0].row_index}|row")
@@ -110,11 +114,69 @@ def row_passages(facts: list[Fact], per_row: int, seed: int) -> list[SynthItem]:
     return out
 
 
-def fact_qa(facts: list[Fact], wordings: int, templates: list[str], seed: int) -> list[SynthItem]:
-    """QA pairs in `wordings` question forms for each fact of split 'qa'; the answer is the value."""
+def prose_restatements(facts: list[Fact], k: int, templates: list[str], per_paragraph: int,
+                       seed: int) -> list[SynthItem]:
+    """K restatements of every prose sentence that states a fact (entity named, first person
+    resolved), and `per_paragraph` passages of each paragraph's sentences in shuffled orders."""
+    sents: dict[str, Fact] = {}
+    paras: dict[tuple[str, int], list[Fact]] = defaultdict(list)
+    for f in facts:
+        if f.source == "prose" and f.row_id not in sents:
+            sents[f.row_id] = f
+            paras[(f.doc_id, f.row_index)].append(f)
+    out = []
+    for row_id, f in sents.items():
+        rng = random.Random(f"{seed}|{f.doc_name}|{f.evidence}|restate")
+        order = list(templates)
+        rng.shuffle(order)
+        seen: set[str] = set()
+        for t in (order * k)[: k * 2]:
+            text = render_prose(t, f, rng.choice(entity_names(f)))
+            if text in seen:
+                continue
+            seen.add(text)
+            out.append(_item("restate", f, len(seen) - 1, "restate/prose", text=text))
+            out[-1].id = f"restate-{row_id}-{len(seen) - 1}"
+            if len(seen) == k:
+                break
+    for (doc_id, index), fs in paras.items():
+        rng = random.Random(f"{seed}|{fs[0].doc_name}|{index}|paragraph")
+        for n in range(per_paragraph if len(fs) > 1 else 0):
+            order = list(fs)
+            rng.shuffle(order)
+            name = short_name(rng.choice(entity_names(fs[0])))
+            text = " ".join(prose.resolve_first_person(g.evidence, name) for g in order)
+            out.append(_item("restate", fs[0], n, "restate/paragraph", text=text,
+                             chunk_ids=sorted({g.chunk_id for g in fs})))
+            out[-1].id = f"restate-{doc_id}:para-{index:04d}-{n}"
+    return out
+
+
+def render_prose(template: str, f: Fact, entity: str, cloze: bool = False) -> str:
+    """A prose template filled for one fact: the sentence resolved to name `entity` ({sentence}),
+    or with the fact's value blanked ({cloze})."""
+    resolved = prose.resolve_first_person(f.evidence, short_name(entity))
+    text = template.format(sentence=resolved, original=f.evidence, entity=entity,
+                           as_of=f.as_of or "its date", heading=f.table,
+                           cloze=resolved.replace(f.value, "___", 1) if cloze else "")
+    return text[0].upper() + text[1:]
+
+
+def fact_qa(facts: list[Fact], wordings: int, templates: list[str], seed: int,
+            prose_templates: list[str] = ()) -> list[SynthItem]:
+    """QA pairs in `wordings` question forms for each fact of split 'qa'; the answer is the value
+    (a prose fact is asked as its sentence with the value blanked: `prose_templates`)."""
     out = []
     for f in facts:
         if f.split != "qa":
+            continue
+        if f.source == "prose":
+            rng = random.Random(f"{seed}|{f.doc_name}|{f.evidence}|{f.value}|qa")
+            order = list(prose_templates)
+            rng.shuffle(order)
+            out += [_item("fact_qa", f, n, "fact_qa/prose", question=render_prose(t, f, rng.choice(entity_names(f)),
+                                                                                   cloze=True), answer=f.value)
+                    for n, t in enumerate(order[:wordings])]
             continue
         rng = random.Random(f"{seed}|{f.fact_id}|qa")
         out += [_item("fact_qa", f, n, "fact_qa/template", question=q, answer=f.value)
@@ -163,6 +225,7 @@ def fact_probes(facts: list[Fact], templates: list[str], training_templates: lis
     clash = set(templates) & set(training_templates)
     if clash:
         raise ValueError(f"probe template {sorted(clash)[0]!r} is also a training template: probes must ask in new wordings")
+    facts = [f for f in facts if f.source == "table"]  # prose facts are asked by the hand-written probes
     by_row: dict[str, list[Fact]] = defaultdict(list)
     by_period: dict[tuple, list[Fact]] = defaultdict(list)
     for f in facts:
@@ -187,12 +250,14 @@ def fact_probes(facts: list[Fact], templates: list[str], training_templates: lis
 def generate_restate(ctx: SynthContext, rep: KindReport):
     facts, a = ctx.facts(), ctx.args
     made = restatements(facts, a.fact_restatements, a.fact_statement_templates, ctx.seed) + \
-        row_passages(facts, a.fact_row_passages, ctx.seed)
+        row_passages(facts, a.fact_row_passages, ctx.seed) + \
+        prose_restatements(facts, a.fact_restatements, a.prose_statement_templates, a.fact_row_passages, ctx.seed)
     return [(it, "") for it in made], [], 0
 
 
 def generate_fact_qa(ctx: SynthContext, rep: KindReport):
-    made = fact_qa(ctx.facts(), ctx.args.fact_qa_wordings, ctx.args.fact_question_templates, ctx.seed)
+    made = fact_qa(ctx.facts(), ctx.args.fact_qa_wordings, ctx.args.fact_question_templates, ctx.seed,
+                   ctx.args.prose_question_templates)
     return [(it, "") for it in made], [], 0
 
 

@@ -46,9 +46,13 @@ class SynthContext:
     def facts(self) -> list:
         if self.fact_table is None:
             from kbake.synth import facts as fact_table
+            from kbake.synth import prose
 
-            self.fact_table = fact_table.build_facts([c for cs in self.by_doc.values() for c in cs],
-                                                     self.args.fact_heldout_share, self.seed)
+            chunks = [c for cs in self.by_doc.values() for c in cs]
+            self.fact_table = fact_table.build_facts(chunks, self.args.fact_heldout_share, self.seed)
+            if self.args.fact_prose:
+                self.fact_table += prose.prose_facts(chunks, self.args.fact_heldout_share, self.seed,
+                                                     start=len(self.fact_table))
             fact_table.write_facts(self.run, self.fact_table)
         return self.fact_table
 
