@@ -13,7 +13,7 @@ import argparse
 import statistics
 from pathlib import Path
 
-from kbake.eval import _mc
+from kbake.eval import score_probes
 from kbake.eval.intervals import paired_bootstrap
 from kbake.models.generate import chat_prompt
 from kbake.models.precision import cast_for_inference, resolve_precision
@@ -36,7 +36,7 @@ for name in (a.old, a.new):
     for seed in a.seeds:
         model, tok = load_trained(run.train_dir / f"{name}-s{seed}", merge=True)
         cast_for_inference(model, precision)
-        per_seed.append(_mc(model, tok, [chat_prompt(tok, p.question) for p in probes], probes, name, progress=False))
+        per_seed.append(score_probes(model, tok, [chat_prompt(tok, p.question) for p in probes], probes, name, progress=False))
         del model
     scores[name] = per_seed
 

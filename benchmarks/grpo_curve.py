@@ -33,7 +33,7 @@ a = ap.parse_args()
 import torch  # noqa: E402
 
 from kbake.config import load_recipe, parse_sets  # noqa: E402
-from kbake.eval import SHORT_ANSWER_SUFFIX, _mc  # noqa: E402
+from kbake.eval import SHORT_ANSWER_SUFFIX, score_probes  # noqa: E402
 from kbake.eval.general_eval import SETS, load_set, score_items  # noqa: E402
 from kbake.eval.intervals import paired_bootstrap  # noqa: E402
 from kbake.eval.score import token_f1  # noqa: E402
@@ -53,7 +53,7 @@ precision = resolve_precision("auto")
 
 def scores(model, tok, name) -> dict:
     cast_for_inference(model, precision)
-    closed = _mc(model, tok, [chat_prompt(tok, p.question) for p in dev], dev, name, progress=False)
+    closed = score_probes(model, tok, [chat_prompt(tok, p.question) for p in dev], dev, name, progress=False)
     answers = []
     for i in range(0, len(dev), 16):
         prompts = [chat_prompt(tok, p.question + SHORT_ANSWER_SUFFIX) for p in dev[i:i + 16]]

@@ -12,7 +12,7 @@ from pypdf import PdfReader
 
 from kbake.config import IngestArgs
 from kbake.ingest.chunker import chunk_text
-from kbake.ingest.readers import _pdf_blocks, drop_page_furniture, normalize_paragraphs
+from kbake.ingest.readers import pdf_blocks, drop_page_furniture, normalize_paragraphs
 from kbake.models import load_tokenizer
 
 paths = [Path(p) for p in sys.argv[1:]] or sorted((Path(__file__).resolve().parents[2] / "shared" / "data" / "10k-pdfs").glob("*.pdf"))
@@ -25,7 +25,7 @@ for path in paths:
     pages = [p.extract_text() or "" for p in PdfReader(str(path)).pages]
     before = normalize_paragraphs("\n\n".join(drop_page_furniture(pages)))
     t1 = time.perf_counter()
-    after = normalize_paragraphs("\n\n".join(_pdf_blocks(path, "")))
+    after = normalize_paragraphs("\n\n".join(pdf_blocks(path, "")))
     t2 = time.perf_counter()
     n_before = len(chunk_text(before, tok, args.chunk_tokens, args.overlap_tokens))
     n_after = len(chunk_text(after, tok, args.chunk_tokens, args.overlap_tokens))

@@ -65,7 +65,7 @@ import torch  # noqa: E402
 
 from kbake.config import load_recipe, parse_sets  # noqa: E402
 from kbake.demo import shipped_corpus  # noqa: E402
-from kbake.eval import _mc, memory_diagnostics  # noqa: E402
+from kbake.eval import score_probes, memory_diagnostics  # noqa: E402
 from kbake.eval.general_eval import SETS, load_set, score_items  # noqa: E402
 from kbake.eval.intervals import paired_bootstrap  # noqa: E402
 from kbake.ingest import ingest  # noqa: E402
@@ -94,7 +94,7 @@ precision = resolve_precision("auto")
 
 
 def scores(model, tok, name):
-    closed = _mc(model, tok, [chat_prompt(tok, p.question) for p in dev], dev, name, progress=False)
+    closed = score_probes(model, tok, [chat_prompt(tok, p.question) for p in dev], dev, name, progress=False)
     items = score_items(model, tok, general)
     return closed, items
 

@@ -84,8 +84,9 @@ def option_order(probe) -> tuple[list[str], int]:
     return opts, opts.index(probe.answer)
 
 
-def _mc(model, tok, prefixes: list[str], probes, desc: str, progress: bool) -> list[dict]:
-    """Per probe: {correct, choice, margin} (margin: mean log-prob of the right option minus the best wrong one)."""
+def score_probes(model, tok, prefixes: list[str], probes, desc: str, progress: bool) -> list[dict]:
+    """Multiple-choice scores of `probes` asked after `prefixes` (one prompt text each): per probe
+    {correct, choice, margin} (margin: mean log-prob of the right option minus the best wrong one)."""
     from tqdm import tqdm
 
     orders = [option_order(p) for p in probes]
@@ -145,7 +146,7 @@ def evaluate_model(name: str, model, tok, data: EvalData, args, base=None, progr
         parts[part] = round(time.perf_counter() - t0 - sum(parts.values()), 1)
 
     probes = [p for p in data.probes if p.split == "test"] if snapshot else data.probes
-    closed = _mc(model, tok, [chat_prompt(tok, p.question) for p in probes], probes, f"{name}: closed book", progress)
+    closed = score_probes(model, tok, [chat_prompt(tok, p.question) for p in probes], probes, f"{name}: closed book", progress)
     res = {"name": name, "closed_book": split_stats(closed, probes, "test")}
     items = {"closed": closed}
     lap("closed_book")
@@ -169,7 +170,7 @@ def evaluate_model(name: str, model, tok, data: EvalData, args, base=None, progr
     # closed-book accuracy and margin serve (and the demo's eval time stays within budget).
     test = [i for i, p in enumerate(probes) if p.split == "test"]
     test_probes = [probes[i] for i in test]
-    rag_test = _mc(model, tok, [chat_prompt(tok, rag_prompt(probes[i].question, data.rag_passages[i])) for i in test],
+    rag_test = score_probes(model, tok, [chat_prompt(tok, rag_prompt(probes[i].question, data.rag_passages[i])) for i in test],
                    test_probes, f"{name}: RAG", progress)
     rag: list = [None] * len(probes)
     for i, r in zip(test, rag_test):
@@ -180,7 +181,7 @@ def evaluate_model(name: str, model, tok, data: EvalData, args, base=None, progr
         res["updates"]["rag"] = update_stats(rag_test, test_probes)
         if data.rag_newest_passages is not None:
             upd = [i for i in test if probes[i].stale]
-            newest = _mc(model, tok, [chat_prompt(tok, rag_prompt(probes[i].question, data.rag_newest_passages[i]))
+            newest = score_probes(model, tok, [chat_prompt(tok, rag_prompt(probes[i].question, data.rag_newest_passages[i]))
                                       for i in upd], [probes[i] for i in upd], f"{name}: RAG (newest)", progress)
             res["updates"]["rag_newest"] = update_stats(newest, [probes[i] for i in upd])
     res["dev"] = {"closed_book": split_stats(closed, probes, "dev")} if len(test) < len(probes) else None

@@ -180,7 +180,7 @@ def drop_page_furniture(pages: list[str]) -> list[str]:
     return ["\n".join(l for i, l in enumerate(ls) if i not in drop) for ls, drop in zip(lines, drops)]
 
 
-def _pdf_blocks(path: Path, password: str) -> list[str] | None:
+def pdf_blocks(path: Path, password: str) -> list[str] | None:
     """Paragraphs and table rows from pdfplumber's word positions (see `kbake.ingest.tables`);
     None when pdfplumber cannot read a file pypdf could (then pypdf's text is used)."""
     import pdfplumber
@@ -222,7 +222,7 @@ def read_pdf(path: Path) -> str:
         raise ReadError(_corrupt(e)) from None
     if not n_pages:
         raise ReadError("PDF has no pages")
-    blocks = _pdf_blocks(path, "")
+    blocks = pdf_blocks(path, "")
     if blocks is None:
         try:
             pages = [page.extract_text() or "" for page in reader.pages]
