@@ -20,7 +20,7 @@ def _split(split: str) -> list[dict]:
 
 def test_one_probe_file_with_both_splits():
     probes = read_probes(sample_probes())
-    assert Counter(p.split for p in probes) == {"test": 77, "dev": 68}
+    assert Counter(p.split for p in probes) == {"test": 125, "dev": 68}
 
 
 def test_tenk_is_long_enough(sample_text):
