@@ -152,6 +152,9 @@ def test_synth_and_probes_from_an_ingested_filing(tmp_path, tiny_model, embedder
     # the hand-written probe's wording is not trained (leak filter), the rest is
     assert all("What was Acme's revenue in fiscal 2025?" != it.question for it in qa)
     assert len(restate) >= 9 * 5 - 3 and qa
+    # statements restate the document (as the raw text does): the probe's fact keeps all its restatements
+    assert report.kinds["restate"].removed["leak"] == 0
+    assert sum("$1,842.6 million" in it.text for it in restate) >= 5
     counts = make_fact_probes(rd, ProbesArgs(), args, seed=0)
     probes = read_probes(rd.probes)
     assert probes[0].id == "hand-1" and sum(counts.values()) == len(probes) - 1

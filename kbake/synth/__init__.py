@@ -115,9 +115,15 @@ def synth(run: RunDir, args: SynthArgs, *, seed: int = 0, progress: bool = True,
         pairs, jobs, rep.jobs = spec.generate(ctx, rep)
         items = [it for it, _ in pairs]
         if spec.templated:
-            # Fact probes ask in wordings no template trains; hand-written and generated probes must not leak.
+            # Fact probes ask in wordings no template trains; hand-written and generated probes must not leak
+            # into a trained question. Statements are not filtered: they restate the document's own sentences
+            # and rows, as the raw text does, and a verbatim probe copies those, so filtering them would take
+            # exposures away from exactly the facts the probes ask about (113 of 636 on the sample).
             guarded = [p for p in probes if not p.kind.startswith("fact_")]
-            items, rep.removed["leak"] = leak_filter(items, guarded, embedder, args.leak_threshold) if guarded else (items, 0)
+            asks = [it for it in items if it.question is not None]
+            kept, rep.removed["leak"] = leak_filter(asks, guarded, embedder, args.leak_threshold) if guarded else (asks, 0)
+            kept_ids = {it.id for it in kept}
+            items = [it for it in items if it.question is None or it.id in kept_ids]
         else:
             contexts = {it.id: ctx_text for it, ctx_text in pairs}
             items, rep.removed["grounding"] = grounding_filter(items, contexts, args.grounding_min)
