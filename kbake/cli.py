@@ -428,6 +428,7 @@ def demo(
     model: Optional[str] = typer.Option(None, help="Run everything on this model instead of the embedded default (HF id or folder)."),
     recipe: Path = typer.Option(None, "--recipe", help=RECIPE_HELP + " Default: recipes/demo.yaml."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
+    seeds: Optional[str] = typer.Option(None, "--seeds", help="Comma-separated seeds, e.g. 0,1,2: every model (the demo's, or each --compare recipe's) trained once per seed as NAME-sSEED; the report pools each group with an interval over seeds and probes."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ):
     """The whole pipeline on the shipped sample (a fictional company's 10-K), on the embedded defaults.
@@ -447,7 +448,8 @@ def demo(
     cfg = _recipe(recipe or _demo_recipe(), set_, flags)
     _warn_in_one_line()
     try:
-        run_demo(run, cfg, fast=fast, compare=compare, compare_dir=compare_dir, progress=not quiet)
+        run_demo(run, cfg, fast=fast, compare=compare, compare_dir=compare_dir, seeds=_seed_list(seeds),
+                 progress=not quiet)
     except (FileNotFoundError, ConfigError) as e:
         _fail(str(e).splitlines()[0])
 

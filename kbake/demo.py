@@ -37,11 +37,13 @@ def shipped_corpus() -> Path:
 
 
 def run_demo(run_path: Path, recipe: Recipe, *, fast: bool = False, compare: bool = False,
-             compare_dir: Path | None = None, progress: bool = True, console: Console | None = None) -> dict:
-    """Run the demo into `run_path`; returns the eval metrics."""
+             compare_dir: Path | None = None, seeds: list[int] | None = None, progress: bool = True,
+             console: Console | None = None) -> dict:
+    """Run the demo into `run_path`; returns the eval metrics. With `seeds`, every model is trained
+    once per seed (NAME-sSEED) and eval pools each group (kbake/eval/seeds.py)."""
     from kbake.eval import evaluate
     from kbake.synth import synth
-    from kbake.train import train
+    from kbake.train import seed_name, train
 
     console = console or Console()
     t0 = time.perf_counter()
@@ -82,6 +84,8 @@ def run_demo(run_path: Path, recipe: Recipe, *, fast: bool = False, compare: boo
         plan = [(p.stem, load_recipe(p)) for p in compare_recipes(compare_dir)]
     else:
         plan = [(recipe.train.method, recipe)]
+    if seeds:
+        plan = [(seed_name(name, s), r.model_copy(update={"seed": s})) for name, r in plan for s in seeds]
     for name, r in plan:
         if (run.train_dir / name / "model").exists():
             console.print(f"    {name}: already trained, kept")

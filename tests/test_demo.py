@@ -57,3 +57,25 @@ def test_demo_compare_trains_each_recipe_of_the_folder(tmp_path, tiny_model):
     bad = runner.invoke(app, ["demo", "--run", str(run), "--fast", "--compare", "--compare-recipes", str(tmp_path / "none"),
                               "--model", tiny_model, "-q"])
     assert bad.exit_code != 0 and "no compare recipes" in bad.output
+
+
+def test_demo_compare_with_seeds_trains_each_recipe_per_seed_and_pools_them(tmp_path, tiny_model):
+    """`--compare --seeds 0,1`: one model per recipe and seed (NAME-sSEED), each trained with its
+    seed, and the report's seed groups pool them."""
+    recipes = tmp_path / "compare"
+    recipes.mkdir()
+    (recipes / "small-lora.yaml").write_text("# kbake train\ntrain:\n  method: lora\n  base_model: default\n"
+                                             "  block_size: 64\n  batch_size: 8\n  max_steps: 2\n  data: [raw]\n")
+    run = tmp_path / "demo"
+    sets = ["--set", "eval.general_paragraphs=3", "--set", "eval.general_questions=0", "--set", "eval.short_answers=false",
+            "--set", "eval.general_eval_items=3", "--set", "eval.novel_passages=2"]
+    result = runner.invoke(app, ["demo", "--run", str(run), "--fast", "--compare", "--compare-recipes", str(recipes),
+                                 "--seeds", "0,1", "--model", tiny_model, "-q", *sets])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((run / "eval" / "metrics.json").read_text())
+    assert [m["name"] for m in metrics["models"]] == ["base", "small-lora-s0", "small-lora-s1"]
+    assert [json.loads((run / "train" / f"small-lora-s{s}" / "provenance.json").read_text())["seed"]
+            for s in (0, 1)] == [0, 1]
+    assert [(g["group"], g["seeds"]) for g in metrics["seed_groups"]] == [("small-lora", [0, 1])]
+    bad = runner.invoke(app, ["demo", "--run", str(run), "--fast", "--seeds", "0,x", "--model", tiny_model, "-q"])
+    assert bad.exit_code != 0 and "--seeds" in bad.output
