@@ -219,8 +219,9 @@ def _print_stats(rd) -> None:
     if "facts" in st:
         f = st["facts"]
         by = lambda d: ", ".join(f"{v} {k}" for k, v in d.items())  # noqa: E731
-        typer.echo(f"facts ({rd.facts}): {f['n']} from {f['rows']} table rows; by source: {by(f['by_source'])}; "
-                   f"by split: {by(f['by_split'])}")
+        sentences = f" and {f['sentences']} prose sentences" if f.get("sentences") else ""
+        typer.echo(f"facts ({rd.facts}): {f['n']} from {f['rows']} table rows{sentences}; "
+                   f"by source: {by(f['by_source'])}; by split: {by(f['by_split'])}")
         for d, n in f["by_doc"].items():
             typer.echo(f"  {d}: {n} facts")
         typer.echo(f"fact corpus: {f['synthetic_tokens']:,} tokens from {f['source_tokens']:,} tokens of the chunks the "

@@ -239,9 +239,11 @@ def read_facts(run: RunDir) -> list[Fact]:
 
 
 def fact_stats(facts: list[Fact]) -> dict:
-    """Counts of facts by source, by document and by split (for `kbake synth --stats`)."""
+    """Counts of facts by source, by document and by split, and the table rows and prose sentences
+    they come from (for `kbake synth --stats`)."""
     from collections import Counter
 
     return {"n": len(facts), "by_source": dict(Counter(f.source for f in facts)),
             "by_doc": dict(Counter(f.doc_id for f in facts)), "by_split": dict(Counter(f.split for f in facts)),
-            "rows": len({f.row_id for f in facts})}
+            "rows": len({f.row_id for f in facts if f.source == "table"}),
+            "sentences": len({f.row_id for f in facts if f.source == "prose"})}
