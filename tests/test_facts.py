@@ -267,3 +267,14 @@ def test_tiny_model_bakes_the_fact_table_and_the_report_maps_it(tmp_path, tiny_m
     md = (rd.eval_dir / "report.md").read_text()
     assert "## By probe kind (test probes)" in md and "## Knowledge map" in md
     assert "fact probes of QA-trained facts (test, wordings never trained)" in md
+
+
+def test_fiscal_year_headers_as_printed_give_the_year():
+    """'Revenue FY2025' and 'Fiscal 2025' headers (the sample's segment and MD&A tables) are dated columns."""
+    c = chunk("")
+    facts = row_facts(c, "Municipal Pumping Systems — Revenue FY2025: $812.4 million; Revenue FY2024: $790.1 million; "
+                         "Growth: 2.8%; Operating margin FY2025: 10.8%", 0)
+    assert [(f.column, f.period, f.value) for f in facts] == [
+        ("Revenue", "2025", "$812.4 million"), ("Revenue", "2024", "$790.1 million"), ("Operating margin", "2025", "10.8%")]
+    assert [(f.column, f.period) for f in row_facts(c, "Net income — Fiscal 2025: $148.9; Fiscal 2024: $131.5", 1)] == [
+        ("", "2025"), ("", "2024")]

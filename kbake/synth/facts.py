@@ -30,7 +30,7 @@ from kbake.run import RunDir, atomic_write_parquet
 ROW = re.compile(r"^(?P<label>[^\n]{1,160}?) — (?P<cells>.+)$")
 CELL = re.compile(r"^(?P<head>[^:]{1,80}): (?P<value>\S.*)$")
 FIGURE = re.compile(r"^\(?\$?\(?-?[\d,]*\d(?:\.\d+)?\)?%?\)?(?: (?:million|thousand|billion))?$")
-YEAR = re.compile(r"\b(19|20)\d\d\b")
+YEAR = re.compile(r"(?:(?<=FY)|\b)(19|20)\d\d\b")  # '2022', and 'FY2025' as headers print it
 DATE = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|December)"
                   r"\s+\d{1,2},\s+(?:19|20)\d\d\b")
 WEEKS = re.compile(r"\b(\d{2}) Weeks Ended\b", re.I)
@@ -101,11 +101,11 @@ def _period(head: str) -> tuple[str, str, str]:
         return "", "", head.strip()
     year = years[-1]
     printed = (f"{weeks.group(0)} " if weeks else "") + (date.group(0) if date else year)
-    rest = head
+    rest = re.sub(rf"\bFY\s?(?={year})", "", head)
     for piece in (weeks.group(0) if weeks else "", date.group(0) if date else "", year):
         rest = rest.replace(piece, " ") if piece else rest
     rest = re.sub(r"\s+", " ", rest).strip(" ,;:-")
-    return year, printed, rest
+    return year, printed, "" if rest.lower() in ("fiscal", "fiscal year") else rest
 
 
 def _attribute(label: str) -> tuple[str, str]:
