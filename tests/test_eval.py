@@ -148,8 +148,8 @@ def test_report_has_every_section(tmp_path, tiny_model, embedder):
     assert lora["trainable_params"] > 0 and lora["method"] == "lora"
     # both splits of the shipped probe file, reported apart; the headline is test
     assert metrics["retrieval"]["retriever"] == "lexical" and "lexical retrieval" in (run.eval_dir / "report.md").read_text()
-    assert metrics["probes"]["n"] == 145 and metrics["probes"]["n_test"] == 77 and metrics["probes"]["n_dev"] == 68
-    assert lora["closed_book"]["n"] == 77 and lora["dev"]["closed_book"]["n"] == 68
+    assert metrics["probes"]["n"] == 193 and metrics["probes"]["n_test"] == 125 and metrics["probes"]["n_dev"] == 68
+    assert lora["closed_book"]["n"] == 125 and lora["dev"]["closed_book"]["n"] == 68
     assert {p["split"] for p in metrics["per_probe"]} == {"dev", "test"}
     # general eval: 6 items of each set, per-set accuracy, change with its interval and counts
     assert base["general_eval"]["n"] == 12 and set(metrics["general"]["general_eval_sets"]) == {"arc_easy", "hellaswag"}
@@ -159,17 +159,17 @@ def test_report_has_every_section(tmp_path, tiny_model, embedder):
     assert ge["diff"] == pytest.approx(sum(per_item) / 12 - base["general_eval"]["acc"])
     c = lora["vs_base"]["closed_book"]
     assert c["diff"] == pytest.approx(lora["closed_book"]["acc"] - base["closed_book"]["acc"])
-    # what the 77 test probes can detect: 2.80 * sqrt(disagreements / n) / sqrt(n)
+    # what the 125 test probes can detect: 2.80 * sqrt(disagreements / n) / sqrt(n)
     d = lora["detects"]["closed_book"]
-    assert d["n"] == 77 and d["diff"] == c["diff"] and d["beyond_noise"] == (c["lo"] > 0 or c["hi"] < 0)
+    assert d["n"] == 125 and d["diff"] == c["diff"] and d["beyond_noise"] == (c["lo"] > 0 or c["hi"] < 0)
     assert d["detectable"] is None if c["gained"] + c["lost"] == 0 else \
-        d["detectable"] == pytest.approx(2.8016 * ((c["gained"] + c["lost"]) / 77) ** 0.5 / 77 ** 0.5, rel=1e-3)
+        d["detectable"] == pytest.approx(2.8016 * ((c["gained"] + c["lost"]) / 125) ** 0.5 / 125 ** 0.5, rel=1e-3)
     assert set(lora["detects"]) >= {"closed_book", "closed_book_paraphrase", "dev_closed_book", "general_eval"}
     assert lora["vs_base"]["novel_ppl"]["diff"] == pytest.approx(lora["general"]["novel_ppl_change"], rel=1e-3, abs=1e-5)
     # the learning-vs-forgetting line: one point per snapshot, then the final model
     traj = lora["trajectory"]
     assert [p["step"] for p in traj] == [int(s.split("-")[1]) for s in snaps] + [state["global_step"]]
-    assert all(p["learning"]["n"] == 42 and p["general_eval"]["n"] == 12 for p in traj)
+    assert all(p["learning"]["n"] == 90 and p["general_eval"]["n"] == 12 for p in traj)
     html = (run.eval_dir / "report.html").read_text()
     for section in ["Results", "General-eval accuracy per set", "ARC-Easy", "HellaSwag", "What the numbers say",
                     "Methods at equal learning", "Learning vs forgetting", "Per probe", "trained+RAG acc",
@@ -185,7 +185,7 @@ def test_report_has_every_section(tmp_path, tiny_model, embedder):
     import pandas as pd
 
     items = pd.read_parquet(run.eval_dir / "items.parquet")
-    assert len(items) == 2 * (145 + 12)
+    assert len(items) == 2 * (193 + 12)
     test_acc = items[(items.set == "probes") & (items.split == "test")].groupby("model").correct.mean()
     assert test_acc["lora"] == pytest.approx(lora["closed_book"]["acc"])
 
