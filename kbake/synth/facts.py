@@ -190,12 +190,16 @@ def digits(value: str) -> str:
     return re.sub(r"[^\d.]", "", value)
 
 
+def seeded_share(key: str) -> float:
+    """A number in [0, 1) fixed by `key` (sha256): a seeded draw that no process state changes."""
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
+
+
 def assign_split(facts: list[Fact], heldout_share: float, seed: int) -> None:
     """Mark about `heldout_share` of the facts 'heldout', seeded; facts with the same figure
     in the same period and document share a split (one figure printed in two tables)."""
     for f in facts:
-        h = hashlib.sha256(f"{seed}|{f.doc_name}|{f.period}|{digits(f.value)}".encode()).digest()
-        f.split = "heldout" if int.from_bytes(h[:8], "big") / 2**64 < heldout_share else "qa"
+        f.split = "heldout" if seeded_share(f"{seed}|{f.doc_name}|{f.period}|{digits(f.value)}") < heldout_share else "qa"
 
 
 def build_facts(chunks: list[dict], heldout_share: float, seed: int) -> list[Fact]:

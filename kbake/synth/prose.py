@@ -13,10 +13,9 @@ Sentences, not values, are split into qa/heldout, so a held-out sentence is neve
 
 from __future__ import annotations
 
-import hashlib
 import re
 
-from kbake.synth.facts import Fact
+from kbake.synth.facts import Fact, seeded_share
 
 SENTENCE_END = re.compile(r"(?<=[a-z0-9%)\]\"'][.!?])\s+(?=[A-Z\"(])")
 MONTHS = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
@@ -38,9 +37,9 @@ UNCHANGED_AFTER_WE = {"will", "would", "can", "could", "may", "might", "must", "
                       "spent", "paid", "repaid", "built", "sold", "made", "held", "kept", "took", "began", "bought",
                       "grew", "won", "led", "set", "put", "cut", "lost", "met", "brought", "gave", "got", "ran", "saw",
                       "wrote", "became", "left", "chose", "drew", "fell", "rose", "sent", "went", "told", "said",
-                      "thought", "found", "paid", "sought", "struck", "understood", "withdrew", "undertook"}
+                      "thought", "found", "sought", "struck", "understood", "withdrew", "undertook"}
 ADVERBS = {"also", "currently", "generally", "usually", "typically", "now", "still", "often", "only", "further",
-           "primarily", "expect", "not", "continue"}
+           "primarily", "not"}
 
 
 def sentences(text: str) -> list[str]:
@@ -94,7 +93,7 @@ def resolve_first_person(sentence: str, name: str) -> str:
         out = []
         for i, w in enumerate(words):
             lw = w.lower()
-            if lw in ADVERBS and i < len(words) - 1 and lw not in {"expect", "continue"}:
+            if lw in ADVERBS and i < len(words) - 1:
                 out.append(w)
                 continue
             if lw in PRESENT_IRREGULAR:
@@ -132,9 +131,7 @@ def prose_facts(chunks: list[dict], heldout_share: float, seed: int, start: int 
             vals = values_in(sent, entity_words)
             if not vals or len(sent.split()) < 5:
                 continue
-            doc_name = c["doc_id"].rsplit("-", 1)[0]
-            h = hashlib.sha256(f"{seed}|{doc_name}|{sent}".encode()).digest()
-            split = "heldout" if int.from_bytes(h[:8], "big") / 2**64 < heldout_share else "qa"
+            split = "heldout" if seeded_share(f"{seed}|{c['doc_id'].rsplit('-', 1)[0]}|{sent}") < heldout_share else "qa"
             for v in dict.fromkeys(vals):
                 facts.append(Fact(
                     fact_id=f"fact-{start + len(facts) + 1:05d}", entity=entity, attribute=sent.replace(v, "___", 1),
