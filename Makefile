@@ -21,6 +21,7 @@ demo: install
 	$(VENV)/bin/kbake demo
 
 test: install
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -q
 

@@ -12,13 +12,12 @@ import argparse
 import time
 
 import torch
+from machine import machine_rates  # benchmarks/machine.py
 
 from kbake.models import load_causal_lm
 from kbake.models.generate import chat_prompt, generate_batch
 from kbake.models.precision import cast_for_inference, torch_dtype
 from kbake.sample import general_paragraphs
-
-from machine import machine_rates  # benchmarks/machine.py
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--steps", type=int, default=32)

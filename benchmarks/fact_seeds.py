@@ -77,7 +77,8 @@ def main() -> None:
     out["general_eval"] = changes.get("general_eval")
     out["novel_ppl_change"] = {m["name"]: m["general"]["novel_ppl_change"] for m in metrics["models"][1:]}
     out["train_minutes"] = {m["name"]: round((m.get("train_seconds") or 0) / 60, 1) for m in metrics["models"][1:]}
-    from docs_tables import change_text, fact_seeds as fact_table  # the docs' renderer (this folder)
+    from docs_tables import change_text  # the docs' renderer (this folder)
+    from docs_tables import fact_seeds as fact_table
 
     print(fact_table(out), end="")
     print(f"\nall test probes: {change_text(out['all_test']['closed'])}; "

@@ -30,7 +30,6 @@ ap.add_argument("--general-items", type=int, default=150, help="items per genera
 ap.add_argument("--out", type=Path, help="JSON lines (default RUN/grpo_curve.jsonl)")
 a = ap.parse_args()
 
-import torch  # noqa: E402
 
 from kbake.config import load_recipe, parse_sets  # noqa: E402
 from kbake.eval import SHORT_ANSWER_SUFFIX, score_probes  # noqa: E402

@@ -12,7 +12,7 @@ from pypdf import PdfReader
 
 from kbake.config import IngestArgs
 from kbake.ingest.chunker import chunk_text
-from kbake.ingest.readers import pdf_blocks, drop_page_furniture, normalize_paragraphs
+from kbake.ingest.readers import drop_page_furniture, normalize_paragraphs, pdf_blocks
 from kbake.models import load_tokenizer
 
 paths = [Path(p) for p in sys.argv[1:]] or sorted((Path(__file__).resolve().parents[2] / "shared" / "data" / "10k-pdfs").glob("*.pdf"))

@@ -21,7 +21,7 @@ def machine_rates(n: int = 2048) -> dict[str, float]:
     rates = {}
     for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
         x, y = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
-        rates[name] = 2 * n**3 / per_call(lambda: x @ y, 10)
+        rates[name] = 2 * n**3 / per_call(lambda x=x, y=y: x @ y, 10)
     big = torch.ones(2**28, dtype=torch.float32)  # 1 GiB
     rates["memory"] = big.numel() * 4 / per_call(lambda: big.sum(), 5)
     return rates

@@ -40,7 +40,7 @@ def table(path: Path) -> None:
           "read share: train / dev answers | train s |")
     print("|---|---|---|---|---|---|---|")
     for name, rs in by.items():
-        def f(key, scale=100.0, digits=1):
+        def f(key, scale=100.0, digits=1, rs=rs):
             xs = [r[key]["diff"] * scale for r in rs]
             m = statistics.mean(xs)
             return f"{m:+.{digits}f} ({min(xs):+.{digits}f}..{max(xs):+.{digits}f})"
@@ -61,11 +61,10 @@ if a.table:
     table(a.out)
     raise SystemExit
 
-import torch  # noqa: E402
 
 from kbake.config import load_recipe, parse_sets  # noqa: E402
 from kbake.demo import shipped_corpus  # noqa: E402
-from kbake.eval import score_probes, memory_diagnostics  # noqa: E402
+from kbake.eval import memory_diagnostics, score_probes  # noqa: E402
 from kbake.eval.general_eval import SETS, load_set, score_items  # noqa: E402
 from kbake.eval.intervals import paired_bootstrap  # noqa: E402
 from kbake.ingest import ingest  # noqa: E402

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import torch
+from machine import machine_rates  # benchmarks/machine.py
 
 import kbake.eval as kbake_eval
 from kbake.config import IngestArgs, TrainArgs, load_recipe
@@ -28,8 +29,6 @@ from kbake.sample import general_paragraphs, general_questions, sample_dir, samp
 from kbake.train import full, lora
 from kbake.train.data import pack_blocks, qa_example, text_example
 from kbake.train.loop import run_loop
-
-from machine import machine_rates  # benchmarks/machine.py
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--steps", type=int, default=4, help="timed optimizer steps per training case (one more warms up)")

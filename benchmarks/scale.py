@@ -41,7 +41,7 @@ def make_corpus(folder: Path, copies: int, text: str) -> int:
         rng = random.Random(i)
         ps = paras[:]
         rng.shuffle(ps)
-        body = re.sub(r"\d+(?:[.,]\d+)*", lambda m: f"{rng.uniform(1, 9999):,.1f}", "\n\n".join(ps))
+        body = re.sub(r"\d+(?:[.,]\d+)*", lambda m, rng=rng: f"{rng.uniform(1, 9999):,.1f}", "\n\n".join(ps))
         (folder / f"doc{i:05d}.txt").write_text(body)
         total += len(body.encode())
     return total

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -37,7 +36,7 @@ def _fail(msg: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def _recipe(recipe: Optional[Path], sets: Optional[List[str]], flags: dict):
+def _recipe(recipe: Path | None, sets: list[str] | None, flags: dict):
     try:
         overrides = parse_sets(sets)
         overrides.update({k: v for k, v in flags.items() if v is not None})
@@ -46,7 +45,7 @@ def _recipe(recipe: Optional[Path], sets: Optional[List[str]], flags: dict):
         _fail(str(e))
 
 
-def _seed_list(seeds: Optional[str]) -> list[int]:
+def _seed_list(seeds: str | None) -> list[int]:
     try:
         return [int(x) for x in seeds.split(",") if x.strip()] if seeds else []
     except ValueError:
@@ -55,15 +54,17 @@ def _seed_list(seeds: Optional[str]) -> list[int]:
 
 @app.command()
 def ingest(
-    docs: List[str] = typer.Argument(..., help="Files, folders or globs of .txt .md .html .htm .pdf."),
+    docs: list[str] = typer.Argument(..., help="Files, folders or globs of .txt .md .html .htm .pdf."),
     run: Path = typer.Option(..., "--run", "-r", help=RUN_HELP),
-    recipe: Optional[Path] = typer.Option(None, "--recipe", help=RECIPE_HELP),
-    tokenizer: Optional[str] = typer.Option(None, help="Tokenizer that counts chunk sizes: 'default', a Hugging Face id or a folder."),
-    chunk_tokens: Optional[int] = typer.Option(None, help="Largest chunk, in tokens."),
-    overlap_tokens: Optional[int] = typer.Option(None, help="Tokens shared by consecutive chunks."),
-    as_of: Optional[str] = typer.Option(None, "--as-of", help="Date these documents' facts hold, YYYY-MM-DD (default: front matter `as_of:`, else the document's own 'fiscal year ended <date>')."),
-    entity: Optional[str] = typer.Option(None, help="Whose facts these are, linking yearly documents (default: the filing's registrant, else the file name without digits)."),
-    set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
+    recipe: Path | None = typer.Option(None, "--recipe", help=RECIPE_HELP),
+    tokenizer: str | None = typer.Option(None, help="Tokenizer that counts chunk sizes: 'default', a Hugging Face id or a folder."),
+    chunk_tokens: int | None = typer.Option(None, help="Largest chunk, in tokens."),
+    overlap_tokens: int | None = typer.Option(None, help="Tokens shared by consecutive chunks."),
+    as_of: str | None = typer.Option(None, "--as-of", help="Date these documents' facts hold, YYYY-MM-DD (default: front matter "
+                                                           "`as_of:`, else the document's own 'fiscal year ended <date>')."),
+    entity: str | None = typer.Option(None, help="Whose facts these are, linking yearly documents (default: the filing's "
+                                                 "registrant, else the file name without digits)."),
+    set_: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ):
     """Read documents, cut them into token-bounded chunks, drop duplicates: writes RUN/chunks.parquet.
@@ -123,17 +124,21 @@ LLM_HELP = "'local' (embedded SmolLM2), 'local:NAME' (HF id or folder) or 'opena
 @app.command()
 def synth(
     run: Path = typer.Option(..., "--run", "-r", help=RUN_HELP),
-    kind: Optional[str] = typer.Option(None, help="Comma-separated generators: qa,extract,rephrase,focal,entigraph,changes, and from the fact table (no LLM) restate,fact_qa."),
-    llm: Optional[str] = typer.Option(None, help=LLM_HELP),
-    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (vLLM)."),
-    api_key_env: Optional[str] = typer.Option(None, help="Environment variable that holds the API key."),
-    concurrency: Optional[int] = typer.Option(None, help="Requests in flight (openai backend)."),
-    token_budget: Optional[int] = typer.Option(None, help="Stop cleanly (resumable) after this many tokens of real calls."),
-    stats: bool = typer.Option(False, "--stats", help="Print counts, tokens, distinct-1/2/3 and embedding spread per kind, tokens per document, and the expansion ratio; generate nothing."),
-    estimate: bool = typer.Option(False, "--estimate", help="Print calls, tokens and expected time (local: from a timed probe of one real batch, which is cached and reused; endpoint: from concurrency and price keys), then stop."),
+    kind: str | None = typer.Option(None, help="Comma-separated generators: qa,extract,rephrase,focal,entigraph,changes, and from "
+                                               "the fact table (no LLM) restate,fact_qa."),
+    llm: str | None = typer.Option(None, help=LLM_HELP),
+    base_url: str | None = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (vLLM)."),
+    api_key_env: str | None = typer.Option(None, help="Environment variable that holds the API key."),
+    concurrency: int | None = typer.Option(None, help="Requests in flight (openai backend)."),
+    token_budget: int | None = typer.Option(None, help="Stop cleanly (resumable) after this many tokens of real calls."),
+    stats: bool = typer.Option(False, "--stats", help="Print counts, tokens, distinct-1/2/3 and embedding spread per kind, tokens "
+                                                      "per document, and the expansion ratio; generate nothing."),
+    estimate: bool = typer.Option(False, "--estimate", help="Print calls, tokens and expected time (local: from a timed probe of "
+                                                            "one real batch, which is cached and reused; endpoint: from concurrency"
+                                                            " and price keys), then stop."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before sending documents to a remote endpoint."),
-    recipe: Optional[Path] = typer.Option(None, "--recipe", help=RECIPE_HELP),
-    set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
+    recipe: Path | None = typer.Option(None, "--recipe", help=RECIPE_HELP),
+    set_: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ):
     """Write a synthetic corpus about the chunks: RUN/synth/KIND.jsonl (+ .parquet).
@@ -150,7 +155,7 @@ def synth(
     killed run resumes.
     """
     from kbake.llm import LLMError
-    from kbake.run import RunDir, save_stage
+    from kbake.run import RunDir
 
     flags = {"synth.llm": llm, "synth.base_url": base_url, "synth.api_key_env": api_key_env,
              "synth.concurrency": concurrency, "synth.token_budget": token_budget}
@@ -231,14 +236,15 @@ def _print_stats(rd) -> None:
 @app.command()
 def probes(
     run: Path = typer.Option(..., "--run", "-r", help=RUN_HELP),
-    llm: Optional[str] = typer.Option(None, help=LLM_HELP),
-    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint."),
-    per_chunk: Optional[int] = typer.Option(None, help="Probe questions per chunk."),
-    facts: bool = typer.Option(False, "--facts", help="Add probes written from the fact table (after `kbake synth --kind restate,fact_qa`; no LLM), keeping the probes already there."),
+    llm: str | None = typer.Option(None, help=LLM_HELP),
+    base_url: str | None = typer.Option(None, help="OpenAI-compatible endpoint."),
+    per_chunk: int | None = typer.Option(None, help="Probe questions per chunk."),
+    facts: bool = typer.Option(False, "--facts", help="Add probes written from the fact table (after `kbake synth --kind "
+                                                      "restate,fact_qa`; no LLM), keeping the probes already there."),
     force: bool = typer.Option(False, "--force", help="Replace an existing probes.jsonl (e.g. hand-written ones)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before sending documents to a remote endpoint."),
-    recipe: Optional[Path] = typer.Option(None, "--recipe", help=RECIPE_HELP),
-    set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
+    recipe: Path | None = typer.Option(None, "--recipe", help=RECIPE_HELP),
+    set_: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ):
     """Generate a held-out multiple-choice probe set from the chunks: RUN/probes.jsonl.
@@ -300,15 +306,20 @@ def _warn_in_one_line() -> None:
 @app.command()
 def train(
     run: Path = typer.Option(..., "--run", "-r", help=RUN_HELP),
-    method: Optional[str] = typer.Option(None, help="full | lora | tiny | memory | grpo."),
-    init: Optional[str] = typer.Option(None, "--from", "--init", help="Start from RUN/train/NAME (a full or lora model). full/lora: an incremental re-bake on the documents ingested since NAME was trained, with train.from_replay of the earlier corpus; grpo: RL on top of NAME."),
-    name: Optional[str] = typer.Option(None, help="Folder under RUN/train/ (default: the method)."),
-    data: Optional[str] = typer.Option(None, help="Comma-separated corpora: qa,extract,rephrase,focal,entigraph,changes,raw."),
-    base_model: Optional[str] = typer.Option(None, help="'default', a HF id or a folder."),
+    method: str | None = typer.Option(None, help="full | lora | tiny | memory | grpo."),
+    init: str | None = typer.Option(None, "--from", "--init", help="Start from RUN/train/NAME (a full or lora model). full/lora: an"
+                                                                   " incremental re-bake on the documents ingested since NAME was "
+                                                                   "trained, with train.from_replay of the earlier corpus; grpo: RL"
+                                                                   " on top of NAME."),
+    name: str | None = typer.Option(None, help="Folder under RUN/train/ (default: the method)."),
+    data: str | None = typer.Option(None, help="Comma-separated corpora: qa,extract,rephrase,focal,entigraph,changes,raw."),
+    base_model: str | None = typer.Option(None, help="'default', a HF id or a folder."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the last checkpoint of RUN/train/NAME."),
-    seeds: Optional[str] = typer.Option(None, "--seeds", help="Comma-separated seeds, e.g. 0,1,2: one model per seed in RUN/train/NAME-sSEED/ (models already there are kept); `kbake eval` pools them."),
-    recipe: Optional[Path] = typer.Option(None, "--recipe", help=RECIPE_HELP),
-    set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
+    seeds: str | None = typer.Option(None, "--seeds", help="Comma-separated seeds, e.g. 0,1,2: one model per seed in "
+                                                           "RUN/train/NAME-sSEED/ (models already there are kept); `kbake eval` "
+                                                           "pools them."),
+    recipe: Path | None = typer.Option(None, "--recipe", help=RECIPE_HELP),
+    set_: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ):
     """Train the synthetic corpus into a model: RUN/train/NAME/ (model, metrics.jsonl, trainer_state.json).
@@ -320,9 +331,8 @@ def train(
     under `accelerate launch` (DDP/FSDP).
     """
     from kbake.run import RunDir
-    from kbake.train import TrainError
+    from kbake.train import TrainError, train_seeds
     from kbake.train import train as run_train
-    from kbake.train import train_seeds
 
     flags = {"train.method": method, "train.base_model": base_model, "train.init": init}
     if data:
@@ -372,10 +382,10 @@ def export(
 @app.command("eval")
 def eval_(
     run: Path = typer.Option(..., "--run", "-r", help=RUN_HELP),
-    models: Optional[str] = typer.Option(None, help="Comma-separated trained models under RUN/train/ (default: all)."),
-    rag_k: Optional[int] = typer.Option(None, help="Chunks retrieved for RAG."),
-    recipe: Optional[Path] = typer.Option(None, "--recipe", help=RECIPE_HELP),
-    set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
+    models: str | None = typer.Option(None, help="Comma-separated trained models under RUN/train/ (default: all)."),
+    rag_k: int | None = typer.Option(None, help="Chunks retrieved for RAG."),
+    recipe: Path | None = typer.Option(None, "--recipe", help=RECIPE_HELP),
+    set_: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ):
     """Measure learning, forgetting and RAG for the base model and every trained model.
@@ -404,8 +414,8 @@ def eval_(
 
 @app.command()
 def report(
-    runs: List[Path] = typer.Argument(..., help="Run folders that have been evaluated."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Also write the comparison as Markdown here."),
+    runs: list[Path] = typer.Argument(..., help="Run folders that have been evaluated."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Also write the comparison as Markdown here."),
 ):
     """Compare evaluated runs side by side (their results tables, one row per model)."""
     from kbake.eval.report import compare_runs
@@ -424,12 +434,17 @@ def report(
 def demo(
     run: Path = typer.Option(Path("runs/demo"), "--run", "-r", help=RUN_HELP),
     fast: bool = typer.Option(False, "--fast", help="Use the synthetic corpus shipped in data/ instead of generating one."),
-    compare: bool = typer.Option(False, "--compare", help="Train every recipe of recipes/compare/ instead (LoRA with snapshots, raw-text LoRA, full, TinyLoRA, memory, GRPO, aggressive full and LoRA finetunes as forgetting controls), one model each."),
-    compare_dir: Optional[Path] = typer.Option(None, "--compare-recipes", help="Folder of recipes for --compare (default: the packaged recipes/compare/)."),
-    model: Optional[str] = typer.Option(None, help="Run everything on this model instead of the embedded default (HF id or folder)."),
+    compare: bool = typer.Option(False, "--compare", help="Train every recipe of recipes/compare/ instead (LoRA with snapshots, "
+                                                          "raw-text LoRA, full, TinyLoRA, memory, GRPO, aggressive full and LoRA "
+                                                          "finetunes as forgetting controls), one model each."),
+    compare_dir: Path | None = typer.Option(None, "--compare-recipes", help="Folder of recipes for --compare (default: the packaged"
+                                                                            " recipes/compare/)."),
+    model: str | None = typer.Option(None, help="Run everything on this model instead of the embedded default (HF id or folder)."),
     recipe: Path = typer.Option(None, "--recipe", help=RECIPE_HELP + " Default: recipes/demo.yaml."),
-    set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
-    seeds: Optional[str] = typer.Option(None, "--seeds", help="Comma-separated seeds, e.g. 0,1,2: every model (the demo's, or each --compare recipe's) trained once per seed as NAME-sSEED; the report pools each group with an interval over seeds and probes."),
+    set_: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
+    seeds: str | None = typer.Option(None, "--seeds", help="Comma-separated seeds, e.g. 0,1,2: every model (the demo's, or each "
+                                                           "--compare recipe's) trained once per seed as NAME-sSEED; the report "
+                                                           "pools each group with an interval over seeds and probes."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ):
     """The whole pipeline on the shipped sample (a fictional company's 10-K), on the embedded defaults.

@@ -7,8 +7,8 @@ Unknown keys are rejected, as TRL's parser and nanoGPT's configurator do.
 
 from __future__ import annotations
 
-from pathlib import Path
 from datetime import date
+from pathlib import Path
 from typing import Any, Literal
 
 import yaml
@@ -38,14 +38,17 @@ class IngestArgs(StageArgs):
     minhash_perm: int = Field(128, ge=16, le=1024)
     """MinHash permutations: more is a finer similarity estimate, slower."""
     as_of: date | None = None
-    """Date the documents of this ingest describe (YYYY-MM-DD); unset: a front-matter `as_of:`, else the document's own "fiscal year ended <date>" (docs/ingest.md)."""
+    """Date the documents of this ingest describe (YYYY-MM-DD); unset: a front-matter `as_of:`, else the document's own
+    "fiscal year ended <date>" (docs/ingest.md)."""
     entity: str | None = None
-    """Whose facts the documents state, linking a company's yearly filings; unset: the filing's registrant name, else the file name without digits."""
+    """Whose facts the documents state, linking a company's yearly filings; unset: the filing's registrant name, else
+    the file name without digits."""
     filing_boilerplate: Literal["drop", "keep"] = "drop"
-    """'drop': leave out an SEC filing's cover-page check boxes, exhibit index, signatures and certifications (docs/ingest.md); other documents are unaffected. 'keep': ingest every paragraph."""
+    """'drop': leave out an SEC filing's cover-page check boxes, exhibit index, signatures and certifications
+    (docs/ingest.md); other documents are unaffected. 'keep': ingest every paragraph."""
 
     @model_validator(mode="after")
-    def _overlap_below_size(self) -> "IngestArgs":
+    def _overlap_below_size(self) -> IngestArgs:
         if self.overlap_tokens >= self.chunk_tokens:
             raise ValueError(f"overlap_tokens ({self.overlap_tokens}) must be smaller than chunk_tokens ({self.chunk_tokens})")
         return self
@@ -152,7 +155,8 @@ class SynthArgs(LLMArgs):
     each once). QA pairs from all candidates are kept (duplicates removed); of a passage request's
     candidates that pass the filters, the one keeping most of its source's figures and names is kept."""
     dated_prompts: bool = True
-    """Open each excerpt in a prompt with "[<entity>, as of <date>]" when its document is dated (kbake/ingest/dates.py), so generated text dates its facts."""
+    """Open each excerpt in a prompt with "[<entity>, as of <date>]" when its document is dated (kbake/ingest/dates.py),
+    so generated text dates its facts."""
     structured_output: bool = True
     """Constrain JSON answers (QA pairs, EntiGraph entity lists) to their schema: the local backend
     masks every token that would break it (lm-format-enforcer), OpenAI-compatible servers get a
@@ -247,7 +251,8 @@ class TrainArgs(StageArgs):
     base_model: str = "default"
     """Model to train: 'default' (embedded SmolLM2-135M-Instruct), a HF id or a folder."""
     data: list[str] = ["qa", "entigraph"]
-    """Corpora to train on: synth kinds (qa, extract, rephrase, focal, entigraph, changes, restate, fact_qa) and/or 'raw' (the chunks themselves)."""
+    """Corpora to train on: synth kinds (qa, extract, rephrase, focal, entigraph, changes, restate, fact_qa) and/or
+    'raw' (the chunks themselves)."""
     data_weights: dict[str, float] = {}
     """Repeat factor per corpus (2.0 = each item twice, 0.5 = a random half); default 1.0."""
     replay_ratio: float = Field(0.1, ge=0.0, lt=1.0)
@@ -352,7 +357,7 @@ class TrainArgs(StageArgs):
     """Generate completions with vLLM (TRL colocate mode); needs vllm installed and a GPU."""
 
     @model_validator(mode="after")
-    def _check(self) -> "TrainArgs":
+    def _check(self) -> TrainArgs:
         import math
 
         if math.isqrt(self.memory_slots) ** 2 != self.memory_slots:

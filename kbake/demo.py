@@ -22,6 +22,7 @@ from kbake.ingest import ingest
 from kbake.run import RunDir, read_chunks
 from kbake.sample import sample_dir, sample_documents, sample_probes
 
+
 def compare_recipes(folder: Path | None = None) -> list[Path]:
     """The recipes `--compare` trains, one model each, named by file (packaged recipes/compare/)."""
     folder = folder or Path(__file__).resolve().parent / "recipes" / "compare"
@@ -78,7 +79,7 @@ def run_demo(run_path: Path, recipe: Recipe, *, fast: bool = False, compare: boo
         for k, r in rep.kinds.items():
             console.print(f"    {k}: {r.items} items from {r.jobs} calls (removed {dict(r.removed)})")
 
-    console.print(f"[bold]3/4 train[/] " + (f"the recipes of {compare_dir or 'recipes/compare'}" if compare else
+    console.print("[bold]3/4 train[/] " + (f"the recipes of {compare_dir or 'recipes/compare'}" if compare else
                   f"{recipe.train.method} on {', '.join(recipe.train.data)}"))
     if compare:
         plan = [(p.stem, load_recipe(p)) for p in compare_recipes(compare_dir)]

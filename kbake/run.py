@@ -49,7 +49,7 @@ class RunDir:
     root: Path
 
     @classmethod
-    def at(cls, path: str | os.PathLike) -> "RunDir":
+    def at(cls, path: str | os.PathLike) -> RunDir:
         return cls(Path(path).expanduser())
 
     @property
@@ -84,7 +84,7 @@ class RunDir:
     def config_path(self, stage: str) -> Path:
         return self.root / "config" / f"{stage}.yaml"
 
-    def ensure(self) -> "RunDir":
+    def ensure(self) -> RunDir:
         make_private_dir(self.root)
         return self
 
@@ -270,7 +270,7 @@ def provenance(config: dict, *, seed: int | None, model: str | None) -> dict:
     return {
         "kbake_version": kbake.__version__,
         "git_hash": git_hash(),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "seed": seed,
         "model": model,
         "config": config,

@@ -65,8 +65,9 @@ def sample_text() -> str:
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory, sample_text) -> str:
     """Path of a tiny Llama + BPE tokenizer trained on the shipped sample and some general text."""
-    from kbake.sample import general_dir
     import json
+
+    from kbake.sample import general_dir
 
     general = [json.loads(l)["text"] for l in (general_dir() / "paragraphs.jsonl").open()][:200]
     corpus = sample_text.split("\n\n") + general

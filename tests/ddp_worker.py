@@ -26,7 +26,7 @@ args = TrainArgs(method="full", base_model=tiny, batch_size=2, max_steps=3, lr=1
                  save_every=1000, eval_every=1000, eval_fraction=0.0)
 run_loop(model, ids, ids.clone(), ids[:0], ids[:0], args, out / "train", seed=0, progress=False)
 h = hashlib.sha256()
-for k, v in sorted(model.state_dict().items()):
+for _, v in sorted(model.state_dict().items()):
     h.update(v.detach().cpu().numpy().tobytes())
 (out / f"rank{state.process_index}.json").write_text(json.dumps(
     {"rank": state.process_index, "world": state.num_processes, "backend": str(state.backend),

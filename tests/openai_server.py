@@ -12,8 +12,8 @@ import random
 import re
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 
 def echo_answer(messages: list[dict]) -> str:
@@ -45,7 +45,6 @@ def grounded_answer(messages: list[dict]) -> str:
     text = "\n\n".join(parts)
     sents = _sentences(text) or [text[:200]]
     if "Q: <question>" in user or '[{"question"' in user:
-        out = []
         if "figures" in user:  # numeric questions: sentences with numbers
             sents = [x for x in sents if re.search(r"\d", x)] or sents
         elif "why or how" in user:
@@ -61,7 +60,6 @@ def grounded_answer(messages: list[dict]) -> str:
         return (f"Question: Which words follow '{' '.join(words[:3])}'?\nAnswer: {' '.join(words[3:7])}\n"
                 f"Wrong: {nums[0]} apples\nWrong: the blue moon\nWrong: none of them")
     if '{"question": "<question>"}' in user:  # extract: a question for a given span
-        span = re.search(r'^The answer is: (.+)$', user, flags=re.M).group(1)
         sentence = re.search(r'^It is stated in this sentence: "(.+)"$', user, flags=re.M).group(1)
         return json.dumps({"question": f"What does the sentence beginning '{' '.join(sentence.split()[:2])}' state?"})
     if "Answer with a short phrase copied" in user:  # extract's round trip: quote the asked-about sentence
@@ -180,7 +178,7 @@ class FakeOpenAI:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         self.thread.start()
         return self
 

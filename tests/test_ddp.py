@@ -2,10 +2,10 @@
 different data, and both end with identical weights."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
+
 from conftest import env_with_tests_on_path
 
 

@@ -8,20 +8,18 @@ import math
 
 import pytest
 import torch
+from trainfix import small_run, tiny_recipe
 
 from kbake.config import EvalArgs, IngestArgs, Recipe
 from kbake.eval import evaluate
 from kbake.eval.forgetting import encode_general, general_nll_and_kl
 from kbake.eval.rag import is_hit, load_index
-from kbake.eval.score import (exact_match, option_ids, score_batched, score_choices, score_many, score_separately,
-                               score_shared, token_f1)
-from kbake.models import load_causal_lm
+from kbake.eval.score import exact_match, option_ids, score_batched, score_choices, score_many, score_separately, score_shared, token_f1
 from kbake.ingest import ingest
+from kbake.models import load_causal_lm
 from kbake.run import Probe, RunDir, read_chunks, read_probes
 from kbake.sample import general_paragraphs
 from kbake.train import train
-
-from trainfix import small_run, tiny_recipe
 
 
 @pytest.fixture(scope="module")
@@ -289,9 +287,8 @@ def _advice_metrics(base_closed: int, lora_closed: int, base_rag: int, lora_rag:
     ((10, 30, 29, 30), "**Either; retrieve if the documents change.**"),
 ])
 def test_advice_follows_the_measured_intervals(counts, verdict):
-    from kbake.eval.report import advice
-
     from kbake.eval.decide import decide
+    from kbake.eval.report import advice
 
     m = _advice_metrics(*counts)
     lines = advice(m)

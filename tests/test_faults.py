@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 import resource
 import signal
@@ -13,7 +12,6 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 import torch
 from conftest import env_with_tests_on_path
 

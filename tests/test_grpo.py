@@ -7,13 +7,12 @@ import json
 
 import pytest
 import torch
+from trainfix import small_run, tiny_recipe
 
 import kbake.train.rewards as rewards
 from kbake.models import load_causal_lm
 from kbake.models.trained import load_trained
 from kbake.train import train
-
-from trainfix import small_run, tiny_recipe
 
 
 def toy_reward(completion: str, reference: str) -> float:
@@ -96,7 +95,7 @@ def test_lookup_environment_rolls_out_a_lookup_and_the_reward_sees_its_passage(r
     assert calls[:2] == [4, 4]  # 2 prompts x 2 generations, then the 4 answers after the lookup
     texts = {c["text"][:80] for c in read_chunks(run.chunks)}
     assert len(seen) == 4
-    for lookup, answer in seen:
+    for lookup, _ in seen:
         assert lookup["query"] == "Corvane revenue"
         assert lookup["passage"] in texts  # the chunk BM25 ranked first, cut to grpo_lookup_chars
     rows = [json.loads(l) for l in open(run.train_dir / "grpo" / "metrics.jsonl")]

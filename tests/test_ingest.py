@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from pdfs import blank_pdf, encrypted_pdf, text_pdf
 from typer.testing import CliRunner
 
 from kbake.cli import app
@@ -21,8 +22,6 @@ from kbake.ingest.readers import ReadError, read_document
 from kbake.models import load_tokenizer
 from kbake.run import RunDir, read_chunks
 from kbake.sample import sample_documents
-
-from pdfs import blank_pdf, encrypted_pdf, text_pdf
 
 runner = CliRunner()
 
@@ -185,7 +184,8 @@ def test_one_huge_line_is_split(tok):
 
 
 def test_dedup_exact_and_near():
-    base = "The Muncie foundry casts ductile iron for Tidewell pumps and employs 1,150 hourly workers under a union contract that runs until April 2027 and covers every shift."
+    base = ("The Muncie foundry casts ductile iron for Tidewell pumps and employs 1,150 hourly workers under a union contract "
+            "that runs until April 2027 and covers every shift.")
     texts = [base, base.upper(), base.replace("every shift", "every single shift"), PUMPS]
     keep, removed = dedup_texts(texts, threshold=0.7)
     assert keep == [0, 3]

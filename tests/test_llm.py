@@ -6,12 +6,10 @@ from __future__ import annotations
 import time
 
 import pytest
-
-from kbake.llm import (BackendUnavailable, BudgetExhausted, CachedLLM, ChatRequest, ResponseCache, Sampling,
-                       make_llm)
-from kbake.llm.openai_backend import OpenAIBackend
-
 from openai_server import FakeOpenAI
+
+from kbake.llm import BackendUnavailable, BudgetExhausted, CachedLLM, ChatRequest, ResponseCache, Sampling, make_llm
+from kbake.llm.openai_backend import OpenAIBackend
 
 
 def reqs(n: int, max_tokens: int = 32) -> list[ChatRequest]:

@@ -8,6 +8,7 @@ import json
 
 import pytest
 import torch
+from trainfix import small_run, tiny_recipe
 
 import kbake.models.precision as precision
 from kbake.config import EvalArgs, Recipe
@@ -18,8 +19,6 @@ from kbake.models.precision import cast_for_inference, resolve_precision
 from kbake.run import read_probes
 from kbake.sample import sample_probes
 from kbake.train import train
-
-from trainfix import small_run, tiny_recipe
 
 # Tolerances, measured on the tiny model (tests) and the real one (docs/eval.md, benchmarks/RESULTS.md).
 SCORE_TOL = 0.05  # mean log-prob per option token, bf16 weights vs fp32, tiny model

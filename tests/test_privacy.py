@@ -3,15 +3,12 @@ the run folder and cache are owner-only, and remote calls need an explicit yes."
 
 from __future__ import annotations
 
-import os
 import stat
-from pathlib import Path
 
+from openai_server import FakeOpenAI, grounded_answer
 from typer.testing import CliRunner
 
 from kbake.cli import app
-
-from openai_server import FakeOpenAI, grounded_answer
 
 KEY = "sk-kbake-PLANTED-7f3a9c1e5d"
 

@@ -2,8 +2,7 @@
 
 import pytest
 
-from kbake.train.rewards import (exact_match_reward, f1_reward, format_reward, length_penalty, numeric_reward,
-                                 parse_numbers, trl_reward)
+from kbake.train.rewards import exact_match_reward, f1_reward, format_reward, length_penalty, numeric_reward, parse_numbers, trl_reward
 
 NUMERIC = [
     ("$1.21 billion", "$1.21 billion", 1.0),

@@ -1,13 +1,11 @@
 """The shipped sample is the yardstick of every result: check it is what it claims to be."""
 
-import json
 import re
 from collections import Counter
 
 import pytest
 
-from kbake.run import read_jsonl
-from kbake.run import read_probes
+from kbake.run import read_jsonl, read_probes
 from kbake.sample import sample_documents, sample_probes
 
 # Both splits of the sample's probe file, test and dev, must pass the same checks.

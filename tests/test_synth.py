@@ -4,26 +4,23 @@ from __future__ import annotations
 
 import json
 import re
-import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from conftest import env_with_tests_on_path
+from openai_server import FakeOpenAI, grounded_answer
 
 from kbake.config import IngestArgs, ProbesArgs, SynthArgs
 from kbake.ingest import ingest
 from kbake.models import load_tokenizer
-from kbake.run import Probe, RunDir, SynthItem, read_chunks, read_items, read_jsonl, read_probes
+from kbake.run import RunDir, SynthItem, read_chunks, read_items, read_probes
 from kbake.sample import sample_documents, sample_probes
 from kbake.synth import corpus_stats, make_probes, synth
 from kbake.synth.filters import dedup_filter, grounding_filter, is_grounded, leak_filter
 from kbake.synth.parse import clean_passage, parse_entities, parse_probe, parse_qa
-
-from openai_server import FakeOpenAI, grounded_answer
-from conftest import env_with_tests_on_path
 
 SMALL = dict(qa_types=["factual", "numeric", "compare"], rephrase_styles=["summary", "child"],
              entigraph_pairs=4, entigraph_triples=2, entigraph_max_entities=6)
@@ -76,7 +73,8 @@ def test_parse_probe_needs_three_distinct_wrong_answers():
 
 
 def test_clean_passage_cuts_truncated_text_to_a_sentence():
-    t = "One two three four five six seven. Eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty. And then the"
+    t = ("One two three four five six seven. Eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen "
+         "nineteen twenty. And then the")
     assert clean_passage(t, truncated=True).endswith("twenty.")
     assert clean_passage("too short.", truncated=False) is None
 
@@ -89,8 +87,8 @@ def test_grounding():
     assert is_grounded("$1.21 billion", ctx, 0.5)
     assert not is_grounded("$1.35 billion", ctx, 0.5)  # invented number
     assert not is_grounded("Revenue from submarines in Peru", ctx, 0.5)
-    item = lambda i, text: SynthItem(id=i, kind="rephrase", doc_id="d", chunk_ids=[], generator="g", prompt_version="v",
-                                     model="m", text=text)
+    def item(i, text):
+        return SynthItem(id=i, kind="rephrase", doc_id="d", chunk_ids=[], generator="g", prompt_version="v", model="m", text=text)
     kept, removed = grounding_filter([item("a", "Backlog reached 1.21 billion."), item("b", "Backlog reached 9.99 billion.")],
                                      {"a": ctx, "b": ctx}, 0.5)
     assert [k.id for k in kept] == ["a"] and removed == 1

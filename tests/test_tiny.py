@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+from trainfix import small_run, tiny_recipe
 
 from kbake.models import load_causal_lm
 from kbake.models.tiny_lora import TinyConfig, apply_tiny_lora, merge_tiny
 from kbake.models.trained import load_trained
 from kbake.train import train
-
-from trainfix import small_run, tiny_recipe
 
 
 @pytest.mark.parametrize("tie,groups", [("all", lambda n_layers, n_mods: 1), ("layer", lambda n_layers, n_mods: n_layers),

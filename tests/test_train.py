@@ -7,6 +7,7 @@ import json
 
 import pytest
 import torch
+from trainfix import small_run, tiny_recipe
 
 from kbake.models import load_causal_lm, load_tokenizer
 from kbake.models.memory import MemoryConfig, add_memory, idf, load_memory, save_memory, top_tfidf
@@ -15,8 +16,6 @@ from kbake.run import RunDir
 from kbake.train import TrainError, train
 from kbake.train.data import IGNORE, build_blocks, pack_blocks, qa_example, text_example
 from kbake.train.loop import run_loop
-
-from trainfix import small_run, tiny_recipe
 
 
 @pytest.fixture
@@ -109,7 +108,8 @@ def test_adapter_methods_leave_base_weights_bit_identical(run, tiny_model, metho
     def spy(model, *a, **kw):
         before = {k: v.detach().cpu().clone() for k, v in model.named_parameters() if not v.requires_grad}
         res = real(model, *a, **kw)
-        captured["changed"] = [k for k, v in model.named_parameters() if k in before and not torch.equal(v.detach().cpu(), before[k])]  # the loop may move the model
+        # the loop may move the model: compare on the CPU
+        captured["changed"] = [k for k, v in model.named_parameters() if k in before and not torch.equal(v.detach().cpu(), before[k])]
         captured["n_frozen"] = len(before)
         if method == "memory":
             captured["rows"] = {name: int((mem.values.detach().abs().sum(dim=1) > 0).sum())

@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+
 from kbake.config import Recipe
 from kbake.eval.decide import decide
 from kbake.eval.forgetting import encode_general, general_nll_and_kl
@@ -33,12 +35,9 @@ from kbake.eval.intervals import paired_bootstrap, paired_bootstrap_ppl, what_it
 from kbake.eval.rag import is_hit, load_index, rag_prompt
 from kbake.eval.score import choice_and_margin, exact_match, score_choices_many, token_f1
 from kbake.eval.seeds import pool_seeds
-from kbake.models.generate import SHORT_ANSWER_SUFFIX, chat_prompt, generate_batch
-import pyarrow as pa
-
 from kbake.eval.updates import newest_documents, outcome, update_stats
-from kbake.run import (RunDir, atomic_write_json, atomic_write_parquet, make_private_dir, provenance, read_chunks,
-                       read_probes, save_stage)
+from kbake.models.generate import SHORT_ANSWER_SUFFIX, chat_prompt, generate_batch
+from kbake.run import RunDir, atomic_write_json, atomic_write_parquet, make_private_dir, provenance, read_chunks, read_probes, save_stage
 from kbake.sample import general_paragraphs, general_questions
 
 
@@ -405,7 +404,8 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
         "probes": {"n": len(probes), "n_test": sum(p.split == "test" for p in probes),
                    "n_dev": sum(p.split == "dev" for p in probes), "learning_kind": learning_kind(probes),
                    "kinds": {k: sum(p.kind == k and p.split == "test" for p in probes) for k in _kinds(probes)}},
-        "retrieval": {"retriever": args.retriever, "k": args.rag_k, "recall_at_k": _mean(r for r, p in zip(recall, probes) if p.split == "test"),
+        "retrieval": {"retriever": args.retriever, "k": args.rag_k, "recall_at_k":
+                      _mean(r for r, p in zip(recall, probes) if p.split == "test"),
                       "embedder": args.embedder, "index_rebuilt": rebuilt},
         "general": {"paragraphs": len(data.replay_seqs), "novel_passages": len(data.novel_seqs),
                     "questions": len(data.questions), "general_eval_sets": list(args.general_eval_sets),

@@ -18,7 +18,8 @@ from kbake.eval.decide import decide
 from kbake.eval.intervals import beyond_noise, items_to_see
 from kbake.run import atomic_write_bytes, atomic_write_text
 
-COLUMNS = ["model", "method", "closed-book acc", "paraphrase acc", "verbatim acc", "fact-QA acc", "fact held-out acc", "margin", "dev acc", "RAG acc",
+COLUMNS = ["model", "method", "closed-book acc", "paraphrase acc", "verbatim acc", "fact-QA acc", "fact held-out acc", "margin", "dev acc",
+           "RAG acc",
            "trained+RAG acc", "short-answer F1", "general-eval acc", "novel ppl change", "replay-domain ppl change",
            "KL", "general QA F1", "trainable params", "train time"]
 SET_NAMES = {"arc_easy": "ARC-Easy", "piqa": "PIQA", "hellaswag": "HellaSwag", "sciq": "SciQ"}
@@ -77,14 +78,18 @@ def kind_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def map_cell(row: dict, kind: str) -> str:
+    """One knowledge-map cell: 'base -> model of n' for a kind of fact ('heldout' or 'qa'), or a dash."""
+    return f"{row[kind + '_base']} -> {row[kind + '_model']} of {row[kind + '_n']}" if row[kind + "_n"] else "—"
+
+
 def knowledge_map_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
     """The knowledge map of each trained model: per table, test facts answered by base -> model."""
     header = ["model", "table", "held-out facts: base -> model", "QA-trained facts: base -> model"]
     rows = []
     for m in metrics["models"][1:]:
         for r in m.get("knowledge_map") or []:
-            cell = lambda k: f"{r[k + '_base']} -> {r[k + '_model']} of {r[k + '_n']}" if r[k + "_n"] else "—"  # noqa: E731
-            rows.append([m["name"], r["group"], cell("heldout"), cell("qa")])
+            rows.append([m["name"], r["group"], map_cell(r, "heldout"), map_cell(r, "qa")])
     return header, rows
 
 

@@ -196,4 +196,5 @@ def choice_and_margin(scores: list[float], gold: int) -> tuple[int, float]:
 
 # ---------------------------------------------------------------- short answers: kbake.answers
 
-__all__ = ["CACHE_KW", "choice_and_margin", "exact_match", "normalize_answer", "option_ids", "score_batched", "score_choices", "score_choices_many", "score_many", "score_separately", "score_shared", "token_f1"]
+__all__ = ["CACHE_KW", "choice_and_margin", "exact_match", "normalize_answer", "option_ids", "score_batched", "score_choices",
+           "score_choices_many", "score_many", "score_separately", "score_shared", "token_f1"]

@@ -28,7 +28,7 @@ class Offsets:
     ends: list[int]
 
     @classmethod
-    def of(cls, tokenizer, text: str) -> "Offsets":
+    def of(cls, tokenizer, text: str) -> Offsets:
         enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         pairs = [(s, e) for s, e in enc["offset_mapping"] if e > s]
         return cls([s for s, _ in pairs], [e for _, e in pairs])

@@ -132,7 +132,7 @@ class StreamingDedup:
         if self.path is not None:
             self.path.unlink(missing_ok=True)
 
-    def __enter__(self) -> "StreamingDedup":
+    def __enter__(self) -> StreamingDedup:
         return self
 
     def __exit__(self, *exc) -> None:

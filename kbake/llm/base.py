@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 
 class LLMError(RuntimeError):
@@ -42,7 +43,7 @@ class ChatRequest:
     sampling: Sampling = field(default_factory=Sampling)
 
     @classmethod
-    def chat(cls, system: str | None, user: str, sampling: Sampling) -> "ChatRequest":
+    def chat(cls, system: str | None, user: str, sampling: Sampling) -> ChatRequest:
         msgs = ((("system", system),) if system else ()) + (("user", user),)
         return cls(msgs, sampling)
 

@@ -11,9 +11,9 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 from kbake.llm.base import Backend, BudgetExhausted, ChatRequest, Completion
 

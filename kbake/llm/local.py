@@ -10,8 +10,8 @@ model computes in the recipe's precision (bf16 where native: kbake.models.precis
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from kbake.llm.base import ChatRequest, Completion, OnResult
 from kbake.models.generate import generate_batch

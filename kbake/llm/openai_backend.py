@@ -13,8 +13,8 @@ import os
 import random
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import Sequence
 
 from kbake.llm.base import BackendUnavailable, ChatRequest, Completion, LLMError, OnResult
 

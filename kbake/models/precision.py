@@ -17,7 +17,7 @@ How each stage uses the answer (docs/train.md, docs/eval.md):
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import torch
 
@@ -25,7 +25,7 @@ import torch
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16", "sve_bf16", "neon_bf16")
 
 
-@lru_cache(maxsize=None)
+@cache
 def cpu_native_bf16() -> bool:
     """True when this CPU has bf16 dot-product instructions (see NATIVE_BF16_FLAGS)."""
     caps = getattr(torch.cpu, "get_capabilities", None)

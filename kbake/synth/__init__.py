@@ -16,8 +16,18 @@ from pathlib import Path
 
 from kbake.config import ProbesArgs, SynthArgs
 from kbake.llm import CachedLLM, make_llm
-from kbake.run import (RunDir, SynthItem, atomic_write_jsonl, load_manifest, provenance, read_chunks, read_items,
-                       read_probes, save_stage, write_items)
+from kbake.run import (
+    RunDir,
+    SynthItem,
+    atomic_write_jsonl,
+    load_manifest,
+    provenance,
+    read_chunks,
+    read_items,
+    read_probes,
+    save_stage,
+    write_items,
+)
 from kbake.synth import augment, changes, entigraph, extract, focal, qa, rephrase
 from kbake.synth import facts as fact_table
 from kbake.synth import probes as probe_gen

@@ -23,6 +23,7 @@ from kbake.synth import prose
 from kbake.synth.facts import Fact, digits, phrase, short_name
 from kbake.synth.kind import KindReport, SynthContext, SynthKind
 
+
 def entity_names(f: Fact) -> list[str]:
     """The entity as the document prints it and as people name it ('Costco Wholesale
     Corporation', 'Costco'); the document name when ingest found no entity."""

@@ -74,7 +74,7 @@ def items(chunks_by_doc: dict[str, list[dict]]) -> list[tuple[SynthItem, str]]:
     out: list[tuple[SynthItem, str]] = []
     for entity, dated in by_entity.items():
         dated.sort()
-        for (old_date, old_doc), (new_date, new_doc) in zip(dated, dated[1:]):
+        for (_, old_doc), (_, new_doc) in zip(dated, dated[1:]):
             who = entity or "The company"
             for k, ch in enumerate(diff_documents(chunks_by_doc[old_doc], chunks_by_doc[new_doc])):
                 ctx = "\n".join(c["text"] for c in chunks_by_doc[new_doc] + chunks_by_doc[old_doc]

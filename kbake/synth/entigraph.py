@@ -23,7 +23,6 @@ from kbake.synth.kind import KindPlan, KindReport, SynthContext, SynthKind, coll
 from kbake.synth.parse import clean_passage, parse_entities
 from kbake.synth.prompts import load_prompt
 
-
 ENTITIES_SCHEMA = json.dumps({
     "type": "object", "required": ["summary", "entities"],
     "properties": {"summary": {"type": "string", "minLength": 10, "maxLength": 240},

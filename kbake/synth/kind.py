@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from kbake.run import RunDir, SynthItem
 from kbake.synth.job import Job

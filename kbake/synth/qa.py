@@ -42,12 +42,14 @@ def jobs(chunks_by_doc: dict[str, list[dict]], args: SynthArgs, seed: int) -> li
     for doc_id, chunks in chunks_by_doc.items():
         for c in chunks:
             for qtype in args.qa_types:
-                for cand, sampling in enumerate(candidate_samplings(args, args.qa_max_tokens, seed, schema)):
-                    if qtype == "compare":
-                        others = [o for o in chunks if o["chunk_id"] != c["chunk_id"]]
-                        if not others:
-                            continue
-                        other = others[rng.randrange(len(others))] if cand == 0 else other
+                other = None  # a compare question pairs the chunk with one other, the same for every candidate
+                if qtype == "compare":
+                    others = [o for o in chunks if o["chunk_id"] != c["chunk_id"]]
+                    if not others:
+                        continue
+                    other = others[rng.randrange(len(others))]
+                for sampling in candidate_samplings(args, args.qa_max_tokens, seed, schema):
+                    if other is not None:
                         prompt = load_prompt("qa_compare_json" if structured else "qa_compare")
                         system, user = prompt.render(chunk=passage(c, args), other=passage(other, args),
                                                      n=str(args.qa_per_request))

@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 
 from kbake.config import Recipe, TrainArgs, save_resolved
-from kbake.run import RunDir, atomic_write_json, make_private_dir, provenance, save_stage
 from kbake.models.precision import resolve_precision
+from kbake.run import RunDir, atomic_write_json, make_private_dir, provenance, save_stage
 from kbake.train import full, grpo, lora, memory, tiny
 from kbake.train.data import build_blocks, ingest_rounds, load_examples, rebake_examples
 from kbake.train.loop import run_loop
@@ -123,7 +123,7 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
     if len(blocks.train_ids) < one_batch:  # said, not done silently: the batch is smaller than the recipe's
         warnings.warn(f"{len(blocks.train_ids)} training blocks of {args.block_size} tokens, fewer than one batch of "
                       f"{one_batch}: every step trains on {len(blocks.train_ids)} blocks, not train.batch_size "
-                      f"{args.batch_size}; lower train.block_size or train.batch_size, or add data")
+                      f"{args.batch_size}; lower train.block_size or train.batch_size, or add data", stacklevel=2)
     if acc.is_main_process:
         make_private_dir(out)
         save_resolved(recipe, out / "config.yaml")

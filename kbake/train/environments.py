@@ -71,8 +71,9 @@ class LookupEnvironment(QAEnvironment):
 
     def __init__(self, run: RunDir, args: TrainArgs):
         super().__init__(run, args)
-        from kbake.ingest.index import ChunkIndex
         import numpy as np
+
+        from kbake.ingest.index import ChunkIndex
 
         chunks = read_chunks(run.chunks)
         if not chunks:

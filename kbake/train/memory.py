@@ -14,8 +14,18 @@ from pathlib import Path
 import torch
 
 from kbake.config import TrainArgs
-from kbake.models.memory import (MemoryConfig, add_memory, capture_mlp_io, fit_addresses, idf, lookup_hits,
-                                 save_memory, slot_entropy, top_tfidf, trained_rows)
+from kbake.models.memory import (
+    MemoryConfig,
+    add_memory,
+    capture_mlp_io,
+    fit_addresses,
+    idf,
+    lookup_hits,
+    save_memory,
+    slot_entropy,
+    top_tfidf,
+    trained_rows,
+)
 from kbake.train.loop import Prepared
 
 SAVED_AS = "memory"
