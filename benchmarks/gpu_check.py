@@ -83,7 +83,7 @@ def kbake_loop(shape: dict, device: str, steps: int, method: str, bf16: bool) ->
     x = tokens(shape, shape["batch"] * (steps + 1))
     with tempfile.TemporaryDirectory() as out:
         run_loop(model, x, x.clone(), x[:1], x[:1].clone(), args, Path(out), seed=0, progress=False)
-        rows = [json.loads(line) for line in open(Path(out) / "metrics.jsonl") if '"tokens_per_s"' in line]
+        rows = [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines() if '"tokens_per_s"' in line]
     timed = rows[1:] or rows
     return sum(r["tokens_per_s"] for r in timed) / len(timed)
 

@@ -67,7 +67,7 @@ if not a.skip_train:
         model = {"full": full, "lora": lora}[method].prepare(model, None, args).model
         with tempfile.TemporaryDirectory() as tmp:
             run_loop(model, x, y, x[:0], y[:0], args, Path(tmp), seed=0, progress=False)
-            rows = [json.loads(l) for l in open(Path(tmp) / "metrics.jsonl")]
+            rows = [json.loads(l) for l in (Path(tmp) / "metrics.jsonl").read_text().splitlines()]
         timed = rows[1:]  # the first step warms up
         return sum(r["tokens_per_s"] for r in timed) / len(timed), [r["loss"] for r in rows]
 

@@ -62,7 +62,7 @@ def run_demo(run_path: Path, recipe: Recipe, *, fast: bool = False, compare: boo
     chunks = read_chunks(run.chunks)
     shutil.copyfile(sample_probes(), run.probes)
     console.print(f"    {len(chunks)} chunks, {sum(c['n_tokens'] for c in chunks):,} tokens; "
-                  f"{sum(1 for _ in open(run.probes))} hand-written held-out probes")
+                  f"{len(run.probes.read_text().splitlines())} hand-written held-out probes")
     for path, reason in report.errors:
         console.print(f"    [red]error[/] {path}: {reason}")
 

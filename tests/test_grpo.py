@@ -32,7 +32,7 @@ def test_grpo_reward_rises_and_only_the_adapter_changes(run, peaky_tiny_model, m
                     grpo_max_completion_length=8, grpo_beta=0.0, grpo_temperature=1.0, grpo_rewards={"toy": 1.0},
                     lora_r=8, lora_alpha=16, lora_dropout=0.0, warmup_ratio=0.0, lr_schedule="constant")
     state = train(run, r, progress=False)
-    rows = [json.loads(l) for l in open(run.train_dir / "grpo" / "metrics.jsonl")]
+    rows = [json.loads(l) for l in (run.train_dir / "grpo" / "metrics.jsonl").read_text().splitlines()]
     rew = [row["reward"] for row in rows if "reward" in row]
     assert len(rew) == state["global_step"] == 24
     first, last = sum(rew[:6]) / 6, sum(rew[-6:]) / 6
@@ -98,7 +98,7 @@ def test_lookup_environment_rolls_out_a_lookup_and_the_reward_sees_its_passage(r
     for lookup, _ in seen:
         assert lookup["query"] == "Corvane revenue"
         assert lookup["passage"] in texts  # the chunk BM25 ranked first, cut to grpo_lookup_chars
-    rows = [json.loads(l) for l in open(run.train_dir / "grpo" / "metrics.jsonl")]
+    rows = [json.loads(l) for l in (run.train_dir / "grpo" / "metrics.jsonl").read_text().splitlines()]
     assert any(abs(row.get("rewards/lookup_cost/mean", 0.0) + 0.1) < 1e-6 for row in rows), rows
 
 

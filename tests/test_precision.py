@@ -100,7 +100,7 @@ def test_bf16_training_loss_curve_tracks_fp32(tmp_path, tiny_model):
     for p in ("fp32", "bf16"):
         run = small_run(tmp_path / p, tiny_model)
         train(run, tiny_recipe(tiny_model, "full", max_steps=9, precision=p, eval_every=100), progress=False)
-        curves[p] = [json.loads(l)["loss"] for l in open(run.train_dir / "full" / "metrics.jsonl")]
+        curves[p] = [json.loads(l)["loss"] for l in (run.train_dir / "full" / "metrics.jsonl").read_text().splitlines()]
     assert len(curves["fp32"]) == len(curves["bf16"]) == 9
     assert curves["fp32"] != curves["bf16"]  # autocast really ran
     assert max(abs(a - b) for a, b in zip(curves["fp32"], curves["bf16"])) < LOSS_TOL

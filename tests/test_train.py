@@ -4,6 +4,7 @@ only their own weights, memory starts as a no-op and round-trips, resume, bad in
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -24,7 +25,7 @@ def run(tmp_path, tiny_model):
 
 
 def losses(path):
-    return [json.loads(l)["loss"] for l in open(path)]
+    return [json.loads(l)["loss"] for l in Path(path).read_text().splitlines()]
 
 
 def state_of(model):
@@ -79,7 +80,7 @@ def test_each_method_learns_and_loads_back(run, tiny_model, method):
     ls = losses(out / "metrics.jsonl")
     assert len(ls) == state["global_step"] >= 6
     assert sum(ls[-3:]) / 3 < sum(ls[:3]) / 3 - 0.05, ls  # the loss really goes down
-    row = json.loads(open(out / "metrics.jsonl").readline())
+    row = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
     assert {"loss", "lr", "tokens_per_s", "grad_norm"} <= set(row)
     model, tok = load_trained(out)
     x = torch.tensor([[1, 5, 9, 20, 33]])
@@ -193,7 +194,7 @@ def test_resume_matches_an_uninterrupted_run(run, tiny_model, tmp_path):
     assert res.resumed_from == 4 and res.steps == 8
     for (k, v), (_, w) in zip(whole.state_dict().items(), resumed.state_dict().items()):
         assert torch.allclose(v, w, atol=1e-5), k
-    assert [json.loads(l)["step"] for l in open(tmp_path / "b" / "metrics.jsonl")] == list(range(1, 9))
+    assert [json.loads(l)["step"] for l in (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()] == list(range(1, 9))
     assert losses(tmp_path / "b" / "metrics.jsonl") == pytest.approx(losses(tmp_path / "a" / "metrics.jsonl"), abs=1e-4)
 
 
@@ -293,3 +294,39 @@ def test_an_empty_corpus_is_skipped_with_its_reasons_and_all_empty_is_an_error(t
     (run.synth_dir / "qa.jsonl").write_text("")
     with pytest.raises(ValueError, match="every corpus of train.data .* is empty"):
         train(run, tiny_recipe(tiny_model, "lora", data=["qa", "entigraph"], max_steps=1), name="again", progress=False)
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "constant"])
+def test_schedule_warms_up_linearly_then_decays_by_cosine_or_holds(tiny_model, schedule):
+    import math
+
+    from kbake.train.loop import make_schedule
+
+    args = tiny_recipe(tiny_model, "full", lr=1e-3, lr_schedule=schedule, warmup_ratio=0.1).train
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=args.lr)
+    sched = make_schedule(opt, args, total=100)
+    lrs = []
+    for _ in range(100):
+        lrs.append(sched.get_last_lr()[0])
+        opt.step()
+        sched.step()
+    assert lrs[0] == 0.0 and lrs[5] == pytest.approx(5e-4) and lrs[10] == pytest.approx(1e-3)
+    after = 1e-3 * 0.5 * (1 + math.cos(math.pi * (55 - 10) / 90)) if schedule == "cosine" else 1e-3
+    assert lrs[55] == pytest.approx(after)
+
+
+def test_grpo_config_is_built_from_the_train_keys(tiny_model, tmp_path):
+    import transformers
+    from trl import GRPOConfig
+
+    from kbake.train.grpo import TRL_FIELDS, grpo_config_kwargs
+
+    args = tiny_recipe(tiny_model, "grpo", lr=3e-5, warmup_ratio=0.1, grad_accum=2, grpo_beta=0.05).train
+    cfg = GRPOConfig(**grpo_config_kwargs(args, out=tmp_path, seed=7, precision="fp32", progress=False))
+    for ours, theirs in TRL_FIELDS.items():
+        assert getattr(cfg, theirs) == getattr(args, ours), ours
+    assert cfg.per_device_train_batch_size == args.batch_size * args.grpo_num_generations and cfg.seed == 7
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        assert cfg.warmup_steps == 0.1  # a share of the steps, as transformers 5 reads a float below 1
+    else:
+        assert cfg.warmup_ratio == 0.1

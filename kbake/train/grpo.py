@@ -41,6 +41,35 @@ def start_model(run: RunDir, args: TrainArgs):
     return start_from(run.train_dir, args.init, args.base_model)
 
 
+TRL_FIELDS = {
+    "grad_accum": "gradient_accumulation_steps", "grpo_num_generations": "num_generations",
+    "grpo_max_completion_length": "max_completion_length", "grpo_beta": "beta", "grpo_temperature": "temperature",
+    "lr": "learning_rate", "lr_schedule": "lr_scheduler_type", "max_grad_norm": "max_grad_norm",
+    "epochs": "num_train_epochs", "save_every": "save_steps", "keep_checkpoints": "save_total_limit",
+    "grpo_use_vllm": "use_vllm",
+}
+"""kbake's train key -> the GRPOConfig field that takes its value unchanged."""
+
+
+def grpo_config_kwargs(args: TrainArgs, *, out: Path, seed: int, precision: str, progress: bool) -> dict:
+    """The keyword arguments of TRL's GRPOConfig for this run: the fields of TRL_FIELDS copied, the rest derived.
+    Warm-up: transformers 5 reads a float `warmup_steps` in [0, 1) as a share of the steps and dropped
+    `warmup_ratio`; transformers 4 counts `warmup_steps` in steps and takes the share as `warmup_ratio`."""
+    import transformers
+
+    kw = {trl: getattr(args, ours) for ours, trl in TRL_FIELDS.items()}
+    major = int(transformers.__version__.split(".")[0])
+    kw["warmup_steps" if major >= 5 else "warmup_ratio"] = args.warmup_ratio
+    kw.update(
+        output_dir=str(out / "trl"),
+        per_device_train_batch_size=args.batch_size * args.grpo_num_generations,  # completions: prompts × generations
+        max_steps=args.max_steps or -1, logging_steps=1, seed=seed, report_to=[], disable_tqdm=not progress,
+        bf16=precision == "bf16", fp16=precision == "fp16", use_cpu=not torch.cuda.is_available(),
+        remove_unused_columns=False, log_completions=False, vllm_mode="colocate",
+    )
+    return kw
+
+
 def own_loop(run: RunDir, args: TrainArgs, out: Path, *, seed: int, resume: bool, progress: bool):
     """Run GRPO; returns (policy model, tokenizer, log rows, seconds, steps, trainer_state entries)."""
     import time
@@ -62,18 +91,8 @@ def own_loop(run: RunDir, args: TrainArgs, out: Path, *, seed: int, resume: bool
     reward_funcs, reward_weights = env.reward_funcs()
     precision = resolve_precision(args.precision)
     allow_precision_change(precision)  # the Trainer makes its own Accelerator
-    per_device = args.batch_size * args.grpo_num_generations  # completions per step: prompts × generations
-    cfg = GRPOConfig(
-        output_dir=str(out / "trl"), per_device_train_batch_size=per_device, gradient_accumulation_steps=args.grad_accum,
-        num_generations=args.grpo_num_generations, max_completion_length=args.grpo_max_completion_length,
-        beta=args.grpo_beta, temperature=args.grpo_temperature, learning_rate=args.lr,
-        lr_scheduler_type=args.lr_schedule, warmup_steps=args.warmup_ratio, max_grad_norm=args.max_grad_norm,
-        num_train_epochs=args.epochs, max_steps=args.max_steps or -1, logging_steps=1, save_steps=args.save_every,
-        save_total_limit=args.keep_checkpoints, seed=seed, reward_weights=reward_weights,
-        report_to=[], disable_tqdm=not progress, bf16=precision == "bf16", fp16=precision == "fp16",
-        use_cpu=not torch.cuda.is_available(), remove_unused_columns=False, log_completions=False,
-        use_vllm=args.grpo_use_vllm, vllm_mode="colocate",
-    )
+    cfg = GRPOConfig(**grpo_config_kwargs(args, out=out, seed=seed, precision=precision, progress=progress),
+                     reward_weights=reward_weights)
     peft_cfg = None
     if args.grpo_adapter == "lora":
         peft_cfg = lora.lora_config(args)

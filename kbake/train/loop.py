@@ -9,6 +9,7 @@ or machines.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -78,18 +79,15 @@ def allow_precision_change(precision: str) -> str:
     return flag
 
 
-def lr_lambda(args: TrainArgs, total: int) -> Callable[[int], float]:
+def make_schedule(optimizer: torch.optim.Optimizer, args: TrainArgs, total: int):
+    """Linear warm-up over `warmup_ratio` of the `total` steps, then cosine decay to zero
+    (Loshchilov & Hutter 2017, SGDR without restarts) or a constant rate: transformers' schedules."""
+    from transformers import get_constant_schedule_with_warmup, get_cosine_schedule_with_warmup
+
     warm = int(total * args.warmup_ratio)
-
-    def f(step: int) -> float:
-        if step < warm:
-            return (step + 1) / (warm + 1)
-        if args.lr_schedule == "constant":
-            return 1.0
-        progress = (step - warm) / max(1, total - warm)
-        return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-
-    return f
+    if args.lr_schedule == "constant":
+        return get_constant_schedule_with_warmup(optimizer, warm)
+    return get_cosine_schedule_with_warmup(optimizer, warm, total)
 
 
 def _latest_checkpoint(folder: Path) -> Path | None:
@@ -127,7 +125,7 @@ def run_loop(model, ids: torch.Tensor, labels: torch.Tensor, eval_ids: torch.Ten
     steps_per_epoch = max(1, math.ceil(len(epoch_loader(0)) / args.grad_accum))
     total = args.max_steps or max(1, math.ceil(steps_per_epoch * args.epochs))
     # Stepped by hand once per optimizer step (not prepared: accelerate would step it once per process).
-    sched = torch.optim.lr_scheduler.LambdaLR(opt.optimizer if hasattr(opt, "optimizer") else opt, lr_lambda(args, total))
+    sched = make_schedule(opt.optimizer if hasattr(opt, "optimizer") else opt, args, total)
     acc.register_for_checkpointing(sched)
     eval_loader = acc.prepare(DataLoader(TensorDataset(eval_ids, eval_labels), batch_size=args.batch_size)) \
         if len(eval_ids) else None
@@ -175,61 +173,60 @@ def run_loop(model, ids: torch.Tensor, labels: torch.Tensor, eval_ids: torch.Ten
         acc.wait_for_everyone()
 
     model.train()
-    bar = tqdm(total=total, initial=step, desc=f"train ({args.method})", unit="step",
-               disable=not (progress and acc.is_main_process), dynamic_ncols=True)
-    metrics = open(metrics_path, "a") if acc.is_main_process else None
-    t0, last_loss, eval_loss = time.perf_counter(), float("nan"), None
-    window_tokens, window_t = 0, time.perf_counter()
-    epoch = step // steps_per_epoch
-    skip = (step - epoch * steps_per_epoch) * args.grad_accum
-    while step < total:
-        loader = epoch_loader(epoch)
-        batches = acc.skip_first_batches(loader, skip) if skip else loader
-        skip = 0
-        accum_loss, micro = 0.0, 0
-        for x, y in batches:
-            with acc.accumulate(model):
-                loss = model(input_ids=x, labels=y).loss
-                acc.backward(loss)
-                accum_loss += loss.detach().float().item()
-                micro += 1
-                ntok = x.numel() * acc.num_processes
-                window_tokens += ntok
-                seen_tokens += ntok
-                if acc.sync_gradients:
-                    if grad_hook is not None:
-                        grad_hook(acc.unwrap_model(model))
-                    gnorm = acc.clip_grad_norm_(params, args.max_grad_norm)
-                opt.step()  # accelerate skips it until the last micro-batch of the accumulation
-                if acc.sync_gradients:
-                    sched.step()
-                opt.zero_grad(set_to_none=True)
-            if not acc.sync_gradients:
-                continue
-            step += 1
-            last_loss = accum_loss / micro
+    # Both closed however the loop ends (an exception, Ctrl-C): metrics.jsonl keeps every step written.
+    with contextlib.ExitStack() as closing:
+        bar = closing.enter_context(tqdm(total=total, initial=step, desc=f"train ({args.method})", unit="step",
+                                         disable=not (progress and acc.is_main_process), dynamic_ncols=True))
+        metrics = closing.enter_context(open(metrics_path, "a")) if acc.is_main_process else None
+        t0, last_loss, eval_loss = time.perf_counter(), float("nan"), None
+        window_tokens, window_t = 0, time.perf_counter()
+        epoch = step // steps_per_epoch
+        skip = (step - epoch * steps_per_epoch) * args.grad_accum
+        while step < total:
+            loader = epoch_loader(epoch)
+            batches = acc.skip_first_batches(loader, skip) if skip else loader
+            skip = 0
             accum_loss, micro = 0.0, 0
-            now = time.perf_counter()
-            row = {"step": step, "epoch": round(step / steps_per_epoch, 4), "loss": round(last_loss, 6),
-                   "lr": sched.get_last_lr()[0], "grad_norm": round(float(gnorm), 6),
-                   "tokens_per_s": round(window_tokens / max(now - window_t, 1e-9), 2), "tokens": seen_tokens}
-            window_tokens, window_t = 0, now
-            if step % args.eval_every == 0 or step == total:
-                eval_loss = evaluate()
-                row["eval_loss"] = eval_loss
-            if metrics:
-                metrics.write(json.dumps(row) + "\n")
-                metrics.flush()
-            bar.update(1)
-            bar.set_postfix(loss=f"{last_loss:.3f}", tok_s=f"{row['tokens_per_s']:.0f}", refresh=False)
-            if step % args.save_every == 0 and step < total:
-                save(step)
-            if snapshot is not None and args.snapshot_every and step % args.snapshot_every == 0 and step < total:
-                snapshot(step)
-            if step >= total:
-                break
-        epoch += 1
-    bar.close()
-    if metrics:
-        metrics.close()
+            for x, y in batches:
+                with acc.accumulate(model):
+                    loss = model(input_ids=x, labels=y).loss
+                    acc.backward(loss)
+                    accum_loss += loss.detach().float().item()
+                    micro += 1
+                    ntok = x.numel() * acc.num_processes
+                    window_tokens += ntok
+                    seen_tokens += ntok
+                    if acc.sync_gradients:
+                        if grad_hook is not None:
+                            grad_hook(acc.unwrap_model(model))
+                        gnorm = acc.clip_grad_norm_(params, args.max_grad_norm)
+                    opt.step()  # accelerate skips it until the last micro-batch of the accumulation
+                    if acc.sync_gradients:
+                        sched.step()
+                    opt.zero_grad(set_to_none=True)
+                if not acc.sync_gradients:
+                    continue
+                step += 1
+                last_loss = accum_loss / micro
+                accum_loss, micro = 0.0, 0
+                now = time.perf_counter()
+                row = {"step": step, "epoch": round(step / steps_per_epoch, 4), "loss": round(last_loss, 6),
+                       "lr": sched.get_last_lr()[0], "grad_norm": round(float(gnorm), 6),
+                       "tokens_per_s": round(window_tokens / max(now - window_t, 1e-9), 2), "tokens": seen_tokens}
+                window_tokens, window_t = 0, now
+                if step % args.eval_every == 0 or step == total:
+                    eval_loss = evaluate()
+                    row["eval_loss"] = eval_loss
+                if metrics:
+                    metrics.write(json.dumps(row) + "\n")
+                    metrics.flush()
+                bar.update(1)
+                bar.set_postfix(loss=f"{last_loss:.3f}", tok_s=f"{row['tokens_per_s']:.0f}", refresh=False)
+                if step % args.save_every == 0 and step < total:
+                    save(step)
+                if snapshot is not None and args.snapshot_every and step % args.snapshot_every == 0 and step < total:
+                    snapshot(step)
+                if step >= total:
+                    break
+            epoch += 1
     return LoopResult(step, seen_tokens, time.perf_counter() - t0, last_loss, eval_loss, resumed_from)
