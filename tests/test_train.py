@@ -330,3 +330,36 @@ def test_grpo_config_is_built_from_the_train_keys(tiny_model, tmp_path):
         assert cfg.warmup_steps == 0.1  # a share of the steps, as transformers 5 reads a float below 1
     else:
         assert cfg.warmup_ratio == 0.1
+
+
+def test_lora_in_bf16_stores_the_frozen_base_in_bf16_and_trains_the_same_adapter(tmp_path, tiny_model, monkeypatch):
+    """bf16 autocast multiplies every linear layer in bf16 anyway: storing the frozen weights in bf16
+    leaves the trained adapter bit for bit as it was with an fp32 base; the adapter itself stays fp32."""
+    from safetensors.torch import load_file
+
+    import kbake.train as tr
+    import kbake.train.lora as lora
+
+    dtypes = {}
+    real = tr.run_loop
+
+    def spy(model, *a, **kw):
+        dtypes.setdefault("runs", []).append({n: p.dtype for n, p in model.named_parameters()})
+        return real(model, *a, **kw)
+
+    monkeypatch.setattr(tr, "run_loop", spy)
+    adapters = []
+    for stored in ("bf16", "fp32"):
+        if stored == "fp32":
+            monkeypatch.setattr(lora, "store_frozen_linears", lambda model, dtype: 0)
+        run = small_run(tmp_path / stored, tiny_model)
+        train(run, tiny_recipe(tiny_model, "lora", precision="bf16", max_steps=4), progress=False)
+        adapters.append(load_file(run.train_dir / "lora" / "model" / "adapter_model.safetensors"))
+    stored_bf16 = dtypes["runs"][0]
+    assert {d for n, d in stored_bf16.items() if "base_layer" in n} == {torch.bfloat16}
+    assert {d for n, d in stored_bf16.items() if "lora_" in n} == {torch.float32}
+    assert stored_bf16["base_model.model.model.embed_tokens.weight"] == torch.float32  # tied to the head: kept
+    assert {d for n, d in dtypes["runs"][1].items()} == {torch.float32}
+    assert adapters[0].keys() == adapters[1].keys()
+    for k in adapters[0]:
+        torch.testing.assert_close(adapters[0][k], adapters[1][k], rtol=0, atol=0)

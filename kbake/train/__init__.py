@@ -108,7 +108,8 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
     if getattr(method, "OWN_LOOP", False):
         return _train_own_loop(method, run, recipe, name, out, resume=resume, progress=progress)
 
-    acc = make_accelerator(args)
+    precision = resolve_precision(args.precision)  # once per run: the accelerator, the method and the state agree
+    acc = make_accelerator(args, precision)
     since = None
     if args.init:
         init_state = run.train_dir / args.init / "trainer_state.json"
@@ -131,7 +132,7 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
     from accelerate.utils import set_seed
 
     set_seed(seed)  # before prepare: LoRA's A matrices and TinyLoRA's bases are drawn there (unseeded, runs differed)
-    prepared = method.prepare(model, tok, args, seed=seed, examples=examples)
+    prepared = method.prepare(model, tok, args, seed=seed, examples=examples, precision=precision)
     model = prepared.model
     total_params = sum(p.numel() for p in model.parameters())
 
@@ -163,7 +164,7 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
             "train_blocks": len(blocks.train_ids), "eval_blocks": len(blocks.eval_ids),
             "blocks_per_step": min(len(blocks.train_ids), one_batch),
             "new_tokens": blocks.new_tokens, "replay_tokens": blocks.replay_tokens,
-            "world_size": acc.num_processes, "precision": resolve_precision(args.precision),
+            "world_size": acc.num_processes, "precision": precision,
             "ingest_round": max(ingest_rounds(run).values(), default=1), "init": args.init, **prepared.state, **finished,
         }
         if args.init:

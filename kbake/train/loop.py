@@ -54,13 +54,14 @@ class LoopResult:
     resumed_from: int | None
 
 
-def make_accelerator(args: TrainArgs):
-    """The Accelerator of a run. Without a GPU it is told so, which makes several processes
-    started by torchrun (or mpirun) one gloo group: DDP on CPUs with no code change."""
+def make_accelerator(args: TrainArgs, precision: str | None = None):
+    """The Accelerator of a run, at `precision` (resolved from `args.precision` when not given).
+    Without a GPU it is told so, which makes several processes started by torchrun
+    (or mpirun) one gloo group: DDP on CPUs with no code change."""
     from accelerate import Accelerator
 
     has_gpu = torch.cuda.is_available() or (hasattr(torch.backends, "mps") and torch.backends.mps.is_available())
-    flag = allow_precision_change(resolve_precision(args.precision))
+    flag = allow_precision_change(precision or resolve_precision(args.precision))
     return Accelerator(gradient_accumulation_steps=args.grad_accum, mixed_precision=flag, cpu=not has_gpu)
 
 
