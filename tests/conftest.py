@@ -10,6 +10,31 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+TEST_DEVICE = os.environ.get("KBAKE_TEST_DEVICE", "cpu")
+"""Where the suite runs: `cpu` (the default, also on a GPU machine) or `cuda` (KBAKE_TEST_DEVICE=cuda)."""
+if TEST_DEVICE not in ("cpu", "cuda"):
+    raise pytest.UsageError(f"KBAKE_TEST_DEVICE must be cpu or cuda, got {TEST_DEVICE!r}")
+if TEST_DEVICE == "cpu":
+    # Hidden before anything initialises CUDA, so kbake's own device choice (accelerate, eval) lands on the CPU.
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+
+CPU_ONLY = pytest.mark.skipif(TEST_DEVICE != "cpu", reason="a claim about the CPU; KBAKE_TEST_DEVICE is not cpu")
+
+
+def pytest_configure(config):
+    if TEST_DEVICE == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise pytest.UsageError("KBAKE_TEST_DEVICE=cuda but torch sees no CUDA device")
+
+
+@pytest.fixture(scope="session")
+def device():
+    """The torch device the suite runs on (KBAKE_TEST_DEVICE): tests that build tensors put them here."""
+    import torch
+
+    return torch.device(TEST_DEVICE)
 
 
 def env_with_tests_on_path(**extra: str) -> dict:

@@ -8,6 +8,7 @@ import json
 
 import pytest
 import torch
+from conftest import CPU_ONLY
 from trainfix import small_run, tiny_recipe
 
 import kbake.models.precision as precision
@@ -26,8 +27,6 @@ REAL_SCORE_TOL = 0.3  # the same on the embedded 135M model: 0.21 at most, 0.037
 LOSS_TOL = 0.05  # per-step training loss, bf16 autocast vs fp32, over 9 steps
 
 
-CPU_ONLY = pytest.mark.skipif(torch.cuda.is_available(),
-                              reason="a claim about CPU precision: with a GPU present, training runs on it in bf16")
 
 
 @pytest.fixture

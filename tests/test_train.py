@@ -150,15 +150,15 @@ def test_memory_is_a_no_op_at_init_and_round_trips(tiny_model, tmp_path):
         assert torch.equal(again(input_ids=x).logits, changed)
 
 
-def test_tfidf_prefers_slots_the_new_data_reads_and_general_text_does_not():
-    new = torch.zeros(4, 1, 10, dtype=torch.long)
+def test_tfidf_prefers_slots_the_new_data_reads_and_general_text_does_not(device):
+    new = torch.zeros(4, 1, 10, dtype=torch.long, device=device)
     new[:, 0, 2] = 5  # read by the new data and by all background text
     new[:, 0, 7] = 3  # read by the new data only
     new[:, 0, 4] = 1
-    bg = torch.zeros(8, 1, 10, dtype=torch.long)
+    bg = torch.zeros(8, 1, 10, dtype=torch.long, device=device)
     bg[:, 0, 2] = 9
     mask = top_tfidf(new.sum(dim=0).float(), idf(bg), top_t=2)
-    assert mask[0].nonzero().flatten().tolist() == [4, 7]
+    assert mask.device.type == device.type and mask[0].nonzero().flatten().tolist() == [4, 7]
 
 
 # ---------------------------------------------------------------- the loop
