@@ -180,6 +180,11 @@ def test_report_has_every_section(tmp_path, tiny_model, embedder):
     assert (run.eval_dir / "scatter.png").read_bytes()[:4] == b"\x89PNG"
     on_disk = json.loads((run.eval_dir / "metrics.json").read_text())
     assert on_disk["models"][1]["closed_book"] == lora["closed_book"]
+    # the decisions are eval's, in metrics.json, and the report words them
+    f = on_disk["findings"]["lora"]
+    assert f["learning_beyond_noise"] == d["beyond_noise"] and f["general_eval"] in ("forgot", "gained", "no_change")
+    assert on_disk["advice"]["model"] == "lora" and on_disk["equal_learning"] == []
+    assert ("beyond noise" if f["learning_beyond_noise"] else "within noise: its interval includes zero") in md
     import pandas as pd
 
     items = pd.read_parquet(run.eval_dir / "items.parquet")
@@ -191,14 +196,18 @@ def test_report_has_every_section(tmp_path, tiny_model, embedder):
 def test_equal_learning_interpolates_along_the_lines():
     """Two lines through (0,0): A reaches +10 learning at -2 forgetting, B +20 at -8; at the
     common level 10, B's line (linear from 0 to -8) is at -4."""
-    from kbake.eval.report import equal_learning
+    from kbake.eval.decide import equal_learning
+    from kbake.eval.report import equal_learning_lines
 
     def pt(x, y):
         return {"learning": {"diff": y / 100}, "general_eval": {"diff": x / 100}}
 
     metrics = {"models": [{"name": "base"}, {"name": "a", "trajectory": [pt(-1, 5), pt(-2, 10)]},
                           {"name": "b", "trajectory": [pt(-8, 20)]}]}
-    [line] = equal_learning(metrics)
+    [row] = equal_learning(metrics)  # computed by eval, stored in metrics.json
+    assert row["level"] == pytest.approx(10) and row["a_general_eval"] == pytest.approx(-2)
+    assert row["b_general_eval"] == pytest.approx(-4)
+    [line] = equal_learning_lines({"equal_learning": [row]})  # the report only words it
     assert "+10.0 points of learning" in line and "-2.0 points for a" in line and "-4.0 for b" in line
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from kbake.config import Recipe
-from kbake.eval.decide import decide
+from kbake.eval.decide import decide, equal_learning, findings
 from kbake.eval.forgetting import encode_general, general_nll_and_kl
 from kbake.eval.general_eval import load_set, novel_passages, score_items
 from kbake.eval.intervals import paired_bootstrap, paired_bootstrap_ppl, what_it_detects
@@ -422,6 +422,8 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
     }
     metrics["seed_groups"] = pool_seeds(metrics)
     metrics["advice"] = decide(metrics)
+    metrics["findings"] = findings(metrics)
+    metrics["equal_learning"] = equal_learning(metrics)
     for m in models:
         del m["per_probe"], m["_items"]
     make_private_dir(run.eval_dir)

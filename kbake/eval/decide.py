@@ -1,5 +1,7 @@
-"""Bake, retrieve, or both: the decision of a run, from its paired intervals only, stored in
-metrics.json (`advice`) so a program reading the run sees it; the report only words it.
+"""What a run's numbers decide, from its paired intervals only, stored in metrics.json so a
+program reading the run sees it; the report only words it: bake, retrieve, or both (`advice`),
+what each trained model's changes show (`findings`), and methods at equal learning
+(`equal_learning`).
 
 The model it speaks for is chosen on **dev** (the largest dev change of the learning kind),
 never by the highest test figure, which would select on noise. Every rule is an interval test
@@ -8,7 +10,9 @@ never by the highest test figure, which would select on noise. Every rule is an 
 
 from __future__ import annotations
 
-from kbake.eval.intervals import beyond_noise, paired_bootstrap
+from itertools import combinations
+
+from kbake.eval.intervals import beyond_noise, items_to_see, paired_bootstrap
 
 
 def learning_keys(metrics: dict) -> tuple[str, str]:
@@ -66,3 +70,58 @@ def decide(metrics: dict) -> dict:
         verdict = "retrieve_rag_better"
     return {"verdict": verdict, "model": model["name"], "chosen_on": chosen_on, "learning": learn, "forgetting": forget,
             "closed_minus_rag": vs_rag, "both_minus_rag": both_vs_rag, "both_minus_closed": both_vs_closed}
+
+
+def findings(metrics: dict) -> dict[str, dict]:
+    """Per trained model with a learning change: whether it cleared its interval, where its closed
+    book stands against RAG on the base, what general-eval shows (forgot / gained / no change) and,
+    when within noise, how many items a 2-point drop would need at its disagreement rate."""
+    test_key, _ = learning_keys(metrics)
+    rag = metrics["models"][0]["rag"]["acc"]
+    out = {}
+    for m in metrics["models"][1:]:
+        vs = m.get("vs_base") or {}
+        if vs.get(test_key) is None:
+            continue
+        acc = m["closed_book"]["acc"]
+        f = {"learning_beyond_noise": beyond_noise(vs[test_key]),
+             "closed_vs_base_rag": "above" if acc > rag else "below" if acc < rag else "equal"}
+        ge = vs.get("general_eval")
+        if ge:
+            f["general_eval"] = "forgot" if ge["hi"] < 0 else "gained" if ge["lo"] > 0 else "no_change"
+            f["items_for_2pt_drop"] = (items_to_see((ge["gained"] + ge["lost"]) / ge["n"], 0.02)
+                                       if not beyond_noise(ge) else None)
+        init = (m.get("vs_init") or {}).get(test_key)
+        if init:
+            f["vs_init_beyond_noise"] = beyond_noise(init)
+        out[m["name"]] = f
+    return out
+
+
+def _cross(points: list[tuple[float, float]], level: float) -> float | None:
+    """x where the line through `points` (x, y), in training order, first reaches y = level."""
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if y0 < level <= y1:
+            return x0 + (x1 - x0) * (level - y0) / (y1 - y0)
+    return None
+
+
+def equal_learning(metrics: dict) -> list[dict]:
+    """Per pair of models with learning lines (checkpoints' learning and general-eval changes,
+    from (0, 0)): at the learning level both reach, the general-eval change of each, interpolated
+    linearly along its line (methods compared at matched learning, as Lin et al. 2025 do).
+    Points in percentage points; `level` is None when one of them learns nothing."""
+    lines = {}
+    for m in metrics["models"][1:]:
+        traj = [p for p in m.get("trajectory") or [] if p.get("learning") and p.get("general_eval")]
+        if traj:
+            lines[m["name"]] = [(0.0, 0.0)] + [(100 * p["general_eval"]["diff"], 100 * p["learning"]["diff"]) for p in traj]
+    out = []
+    for a, b in combinations(sorted(lines), 2):
+        level = min(max(y for _, y in lines[a]), max(y for _, y in lines[b]))
+        row = {"a": a, "b": b, "level": None, "a_general_eval": None, "b_general_eval": None,
+               "a_checkpoints": len(lines[a]) - 1, "b_checkpoints": len(lines[b]) - 1}
+        if level > 0:
+            row.update(level=level, a_general_eval=_cross(lines[a], level), b_general_eval=_cross(lines[b], level))
+        out.append(row)
+    return out

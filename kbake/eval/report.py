@@ -7,15 +7,12 @@ JSON it is built from."""
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 import re
-from itertools import combinations
 from pathlib import Path
 
-from kbake.eval.decide import decide
-from kbake.eval.intervals import beyond_noise, items_to_see
+from kbake.eval.decide import decide, equal_learning, findings
 from kbake.run import atomic_write_bytes, atomic_write_text
 
 COLUMNS = ["model", "method", "closed-book acc", "paraphrase acc", "verbatim acc", "fact-QA acc", "fact held-out acc", "margin", "dev acc",
@@ -191,18 +188,20 @@ def general_eval_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
 
 
 def verdicts(metrics: dict) -> list[str]:
-    """Plain sentences on what each trained model did, as measured, with its intervals; no spin."""
+    """Plain sentences on what each trained model did, as measured, with its intervals; no spin.
+    What the changes show is eval's (metrics.json `findings`, kbake.eval.decide); this only words it."""
     models = metrics["models"]
     base = models[0]
     key, vkey = learning_key(metrics)
     label = learning_label(metrics)
+    found = metrics.get("findings") or findings(metrics)  # a metrics.json from before findings were stored
     out = []
     for m in models[1:]:
         vs = m.get("vs_base", {})
-        c = vs.get(vkey)
-        if c is None:
+        c, f = vs.get(vkey), found.get(m["name"])
+        if c is None or f is None:
             continue
-        noise = "beyond noise" if beyond_noise(c) else "within noise: its interval includes zero"
+        noise = "beyond noise" if f["learning_beyond_noise"] else "within noise: its interval includes zero"
         s = (f"**{m['name']}** ({m['method']}): on {label} {_pct(m['closed_book'][key])} vs {_pct(base['closed_book'][key])}"
              f" for the base, {fmt_change(c)} points (95% interval), {c['gained']} gained and {c['lost']} lost of {c['n']}"
              f" ({noise}; one probe is {100 / max(c['n'], 1):.1f} points).")
@@ -210,18 +209,18 @@ def verdicts(metrics: dict) -> list[str]:
             s += f" Margin of the right option {fmt_change(vs['margin'], 1, digits=3)} nats/token."
         if vs.get("dev_closed_book"):
             s += f" Dev probes: {fmt_change(vs['dev_closed_book'])} points."
-        rag = base["rag"]["acc"]
-        vs_rag = "above" if m["closed_book"]["acc"] > rag else "below" if m["closed_book"]["acc"] < rag else "equal to"
-        s += f" Closed book it is {vs_rag} RAG on the base model ({_pct(m['closed_book']['acc'])} vs {_pct(rag)})."
+        where = {"above": "above", "below": "below", "equal": "equal to"}[f["closed_vs_base_rag"]]
+        s += (f" Closed book it is {where} RAG on the base model ({_pct(m['closed_book']['acc'])} vs "
+              f"{_pct(base['rag']['acc'])}).")
         ge = vs.get("general_eval")
         if ge:
-            what = ("a drop beyond its interval: forgetting" if ge["hi"] < 0 else
-                    "a gain beyond its interval" if ge["lo"] > 0 else "no change beyond its interval")
+            what = {"forgot": "a drop beyond its interval: forgetting", "gained": "a gain beyond its interval",
+                    "no_change": "no change beyond its interval"}[f["general_eval"]]
             s += (f" General-eval accuracy {fmt_change(ge)} points over {ge['n']} items ({ge['gained']} gained,"
                   f" {ge['lost']} lost): {what}.")
-            need = items_to_see((ge["gained"] + ge["lost"]) / ge["n"], 0.02)
-            if not beyond_noise(ge) and need:
-                s += f" At this model's rate of disagreement with the base, a 2-point drop would need about {need:,} items to show."
+            if f.get("items_for_2pt_drop"):
+                s += (f" At this model's rate of disagreement with the base, a 2-point drop would need about "
+                      f"{f['items_for_2pt_drop']:,} items to show.")
         if vs.get("novel_ppl"):
             s += f" Perplexity on the novel {fmt_change(vs['novel_ppl'], unit='%')}"
         if vs.get("replay_ppl"):
@@ -231,7 +230,8 @@ def verdicts(metrics: dict) -> list[str]:
         if vi.get(vkey):
             ci = vi[vkey]
             s += (f" Against **{Path(m['init']).name}**, the model it started from: {fmt_change(ci)} points on {label}"
-                  f" ({ci['gained']} gained, {ci['lost']} lost; {'beyond noise' if beyond_noise(ci) else 'within noise'})")
+                  f" ({ci['gained']} gained, {ci['lost']} lost; "
+                  f"{'beyond noise' if f.get('vs_init_beyond_noise') else 'within noise'})")
             if vi.get("dev_closed_book"):
                 s += f", dev {fmt_change(vi['dev_closed_book'])}"
             if vi.get("margin"):
@@ -320,34 +320,21 @@ def advice(metrics: dict) -> list[str]:
     return out
 
 
-def _cross(points: list[tuple[float, float]], level: float) -> float | None:
-    """x where the line through `points` (x, y), in training order, first reaches y = level."""
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
-        if y0 < level <= y1:
-            return x0 + (x1 - x0) * (level - y0) / (y1 - y0)
-    return None
-
-
-def equal_learning(metrics: dict) -> list[str]:
-    """Per pair of models with learning lines: at the learning level both reach, the general-eval
-    change of each, interpolated along its checkpoints (methods compared at matched learning,
-    as Lin et al. 2025 do)."""
-    lines = {}
-    for m in metrics["models"][1:]:
-        traj = [p for p in m.get("trajectory") or [] if p.get("learning") and p.get("general_eval")]
-        if traj:
-            lines[m["name"]] = [(0.0, 0.0)] + [(100 * p["general_eval"]["diff"], 100 * p["learning"]["diff"]) for p in traj]
+def equal_learning_lines(metrics: dict) -> list[str]:
+    """The words of eval's equal-learning comparison (metrics.json `equal_learning`)."""
+    rows = metrics.get("equal_learning")
+    if rows is None:  # a metrics.json from before it was stored
+        rows = equal_learning(metrics)
     out = []
-    for a, b in combinations(sorted(lines), 2):
-        level = min(max(y for _, y in lines[a]), max(y for _, y in lines[b]))
-        if level <= 0:
+    for r in rows:
+        a, b = r["a"], r["b"]
+        if r["level"] is None:
             out.append(f"**{a}** vs **{b}**: one of them learns nothing on its line, so there is no common level to compare at.")
             continue
-        xa, xb = _cross(lines[a], level), _cross(lines[b], level)
-        n_pts = {k: len(lines[k]) - 1 for k in (a, b)}
-        out.append(f"**{a}** vs **{b}**: at {level:+.1f} points of learning (the most both reach), general-eval accuracy "
-                   f"changed by {xa:+.1f} points for {a} and {xb:+.1f} for {b} (interpolated along {n_pts[a]} and "
-                   f"{n_pts[b]} checkpoints; each point's own interval is in the plot).")
+        out.append(f"**{a}** vs **{b}**: at {r['level']:+.1f} points of learning (the most both reach), general-eval accuracy "
+                   f"changed by {r['a_general_eval']:+.1f} points for {a} and {r['b_general_eval']:+.1f} for {b} "
+                   f"(interpolated along {r['a_checkpoints']} and {r['b_checkpoints']} checkpoints; each point's own "
+                   "interval is in the plot).")
     return out
 
 
@@ -470,7 +457,7 @@ def _sections(metrics: dict) -> list[tuple[str, str, object]]:
         n = next((u["n"] for m in metrics["models"] for u in (m.get("updates") or {}).values() if u), 0)
         out.append((f"Changed facts ({n} test questions whose answer changed)", "table", (up_header, up_rows)))
     out.append(("Bake or retrieve?", "list", advice(metrics)))
-    eq = equal_learning(metrics)
+    eq = equal_learning_lines(metrics)
     out.append(("Methods at equal learning", "list", eq or
                 ["Needs two trained models with learning lines (set train.snapshot_every to keep checkpoints)."]))
     out.append(("Learning vs forgetting", "images", [("scatter.png", "learning versus forgetting"),
@@ -484,53 +471,39 @@ def _footer(prov: dict) -> str:
             f"seed {prov['seed']} · precision {prov.get('precision', '?')} · {prov['created']}")
 
 
-def render_markdown(metrics: dict) -> str:
-    parts = ["# kbake report", _intro(metrics)]
+def _templates():
+    """The jinja2 environment of kbake/eval/templates (HTML autoescaped; Markdown verbatim)."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
+    from markupsafe import Markup, escape
+
+    env = Environment(loader=PackageLoader("kbake.eval", "templates"), autoescape=select_autoescape(["html.j2"]),
+                      trim_blocks=True, keep_trailing_newline=True)
+    env.filters["bold"] = lambda v: Markup(re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", str(escape(v))))
+    env.filters["b64"] = lambda data: base64.b64encode(data).decode()
+    env.filters["md_cell"] = lambda c: c.replace("|", "\\|")
+    env.filters["md_item"] = lambda v: f"- {v}"
+    return env
+
+
+def _view(metrics: dict) -> dict:
+    """What the templates draw: the intro, the sections and the footer, all already worded."""
+    sections = []
     for title, kind, content in _sections(metrics):
         if kind == "table":
-            header, rows = content
-            body = markdown_table([[c.replace("|", "\\|") for c in r] for r in rows], header)
+            sections.append({"title": title, "kind": kind, "header": content[0], "rows": content[1]})
         elif kind == "list":
-            body = "\n\n".join(f"- {v}" for v in content)
+            sections.append({"title": title, "kind": kind, "entries": content})
         else:
-            body = "\n\n".join(f"![{alt}]({name})" for name, alt in content)
-        parts.append(f"## {title}\n\n{body}")
-    parts.append(_footer(metrics["provenance"]))
-    return "\n\n".join(parts) + "\n"
+            sections.append({"title": title, "kind": kind, "images": content})
+    return {"intro": _intro(metrics), "sections": sections, "footer": _footer(metrics["provenance"])}
 
 
-def _html_table(header: list[str], rows: list[list[str]], cls: str = "") -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+def render_markdown(metrics: dict) -> str:
+    return _templates().get_template("report.md.j2").render(**_view(metrics))
 
 
 def render_html(metrics: dict, images: dict[str, bytes]) -> str:
-    body = []
-    for title, kind, content in _sections(metrics):
-        body.append(f"<h2>{html.escape(title)}</h2>")
-        if kind == "table":
-            body.append(_html_table(*content, "probes" if title == "Per probe" else "summary"))
-        elif kind == "list":
-            body.append("<ul>" + "".join("<li>" + re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(v)) + "</li>"
-                                         for v in content) + "</ul>")
-        else:
-            body.append("<div>" + "".join(f'<img alt="{alt}" src="data:image/png;base64,'
-                                          f'{base64.b64encode(images[name]).decode()}">' for name, alt in content) + "</div>")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>kbake report</title>
-<style>
-body{{font-family:system-ui,sans-serif;margin:2em auto;max-width:90em;padding:0 1em;color:#222}}
-table{{border-collapse:collapse;margin:1em 0;font-size:0.85em}} th,td{{border:1px solid #ccc;padding:3px 7px;text-align:left}}
-th{{background:#f3f3f3}} .probes td:nth-child(n+6){{text-align:center}} img{{max-width:100%;margin-right:1em}}
-.meta{{color:#666;font-size:0.85em}}
-</style></head><body>
-<h1>kbake report</h1>
-<p>{html.escape(_intro(metrics))}</p>
-{''.join(body)}
-<p class="meta">{html.escape(_footer(metrics['provenance']))} · numbers in metrics.json</p>
-</body></html>
-"""
+    return _templates().get_template("report.html.j2").render(**_view(metrics), images=images)
 
 
 def write_report(folder: Path, metrics: dict) -> None:
@@ -559,7 +532,7 @@ def print_results(metrics: dict) -> None:
     for row in table_rows(metrics):
         table.add_row(*[row[i] for i in idx])
     console.print(table)
-    for v in verdicts(metrics) + equal_learning(metrics):
+    for v in verdicts(metrics) + equal_learning_lines(metrics):
         console.print("- " + v.replace("**", ""))
 
 
