@@ -234,13 +234,106 @@ class ProbesArgs(LLMArgs):
     """`kbake probes --facts` question wordings ({entity}, {attribute}, {period}); none may be a synth.fact_question_templates wording."""
 
 
+class LoraArgs(StageArgs):
+    """`train.lora`: LoRA adapters through peft (Hu et al. 2021), for `method: lora` and GRPO's LoRA policy."""
+
+    r: int = Field(16, ge=1)
+    """LoRA rank."""
+    alpha: float = Field(32, gt=0)
+    """LoRA scaling alpha."""
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    """LoRA dropout. 0 by default: every shipped recipe trains without it, no dev comparison has
+    shown it helps, and on a GPU dropout on every adapted input cost 14% of LoRA's throughput."""
+    targets: str | list[str] = "all-linear"
+    """LoRA target modules: 'all-linear' or a list of module names."""
+
+
+class TinyArgs(StageArgs):
+    """`train.tiny`: TinyLoRA (Morris et al. 2026), a few trainable numbers mixing fixed random matrices over frozen SVD bases."""
+
+    params: int = Field(16, ge=1, le=65536)
+    """TinyLoRA: trainable numbers per tie group (the vector v that mixes the fixed random r x r matrices)."""
+    rank: int = Field(2, ge=1, le=256)
+    """TinyLoRA: rank r of the frozen truncated SVD of each adapted weight."""
+    tie: Literal["all", "layer", "module"] = "all"
+    """TinyLoRA: which layers share one vector: all (trainable = params), layer (x decoder layers),
+    module (x adapted linear layers)."""
+    targets: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    """TinyLoRA: names of the linear layers adapted."""
+
+
+class MemoryArgs(StageArgs):
+    """`train.memory`: a product-key memory layer (Lample et al. 2019) trained by sparse memory finetuning (Lin et al. 2025)."""
+
+    layers: list[int] = []
+    """Decoder layers that get a memory branch, Python-style (-1 is the last); [] means the middle layer."""
+    slots: int = Field(16384, ge=4)
+    """Memory slots N (a perfect square)."""
+    k: int = Field(32, ge=1)
+    """Slots read per token."""
+    key_dim: int = Field(128, ge=2)
+    """Query/key width of the memory."""
+    gated: bool = False
+    """Gate the memory read-out with silu(W_g x) (Berges et al.); off in a retrofit, where the gate is random."""
+    addressing: Literal["activations", "random"] = "activations"
+    """activations: query map and keys fitted to the model's hidden states at the layer (PCA-whitened
+    queries, k-means sub-keys); random: random frozen addresses (kbake 0.1, measured to learn nothing)."""
+    top_t: int = Field(1024, ge=1)
+    """Sparse memory finetuning: per batch, update only the t value rows with the highest TF-IDF."""
+    background_batches: int = Field(32, ge=1)
+    """Blocks of general text that give the TF-IDF its document frequencies (more: a stabler IDF, a slower start)."""
+    optimizer: Literal["sgd", "adamw"] = "sgd"
+    """Optimizer of the memory's value rows: SGD (Lin et al. 2025: better for sparse updates) or AdamW."""
+
+    @model_validator(mode="after")
+    def _check(self) -> MemoryArgs:
+        import math
+
+        if math.isqrt(self.slots) ** 2 != self.slots:
+            raise ValueError(f"slots must be a perfect square, got {self.slots}")
+        return self
+
+
+class GrpoArgs(StageArgs):
+    """`train.grpo`: reinforcement learning with verifiable rewards through TRL's GRPOTrainer (Shao et al. 2024)."""
+
+    num_generations: int = Field(4, ge=2)
+    """Completions sampled per prompt; the advantage is each reward minus its group's mean."""
+    max_completion_length: int = Field(24, ge=1)
+    """Longest sampled answer, in tokens."""
+    beta: float = Field(0.04, ge=0.0)
+    """KL coefficient against the starting model."""
+    temperature: float = Field(0.9, gt=0.0)
+    """Sampling temperature of the completions."""
+    rewards: dict[str, float] = {"f1": 1.0, "numeric": 1.0, "format": 0.2, "length": 0.2}
+    """Rewards (exact_match, f1, numeric, format, length) and their weights."""
+    prompts: int | None = Field(None, ge=1)
+    """Use at most this many QA pairs as prompts (None: all)."""
+    adapter: Literal["lora", "tiny"] = "lora"
+    """The policy's trainable part: a LoRA adapter (`train.lora`) or a TinyLoRA vector (`train.tiny`)."""
+    env: Literal["qa", "lookup"] = "qa"
+    """Environment (kbake/train/environments.py): qa, a single-turn answer to a synthetic question; lookup,
+    the model may first write `lookup: <query>` and gets the run's best-matching chunk before answering."""
+    lookup_cost: float = Field(0.1, ge=0.0)
+    """lookup: reward subtracted when the model looked up, so it learns to retrieve only when it helps."""
+    lookup_chars: int = Field(400, ge=50)
+    """lookup: characters of the retrieved chunk shown to the model."""
+    use_vllm: bool = False
+    """Generate completions with vLLM (TRL colocate mode); needs vllm installed and a GPU."""
+
+
+METHOD_SECTIONS = {"lora": LoraArgs, "tiny": TinyArgs, "memory": MemoryArgs, "grpo": GrpoArgs}
+"""The method sections of `train:`, each read only by its method's module in kbake/train/."""
+
+
 class TrainArgs(StageArgs):
     """Options of `kbake train`: one shared loop for full, LoRA and memory finetuning."""
 
-    method: Literal["full", "lora", "tiny", "memory", "grpo"] = "lora"
-    """full: all weights; lora: peft LoRA adapters; tiny: TinyLoRA, a few trainable numbers (`tiny_params`);
+    method: str = "lora"
+    """One of kbake.train.METHODS (checked when training starts, so a new method is one module and
+    one registry line): full: all weights; lora: peft LoRA adapters; tiny: TinyLoRA, a few trainable numbers (`tiny.params`);
     memory: product-key memory + sparse memory finetuning; grpo: reinforcement learning with verifiable
-    rewards (TRL GRPOTrainer) on a LoRA or tiny adapter (`grpo_adapter`), in an environment (`grpo_env`)."""
+    rewards (TRL GRPOTrainer) on a LoRA or tiny adapter (`grpo.adapter`), in an environment (`grpo.env`)."""
     init: str | None = None
     """Start from a model trained earlier (RUN/train/<name>, full or lora) instead of base_model: `kbake train
     --from NAME`. full/lora then train on the documents ingested since NAME was trained (an incremental
@@ -295,75 +388,33 @@ class TrainArgs(StageArgs):
     """Checkpoints kept on disk (oldest deleted first)."""
     freeze_embeddings: bool = False
     """full: keep the token embeddings (and a tied output head) frozen."""
-    lora_r: int = Field(16, ge=1)
-    """LoRA rank."""
-    lora_alpha: float = Field(32, gt=0)
-    """LoRA scaling alpha."""
-    lora_dropout: float = Field(0.0, ge=0.0, lt=1.0)
-    """LoRA dropout. 0 by default: every shipped recipe trains without it, no dev comparison has
-    shown it helps, and on a GPU dropout on every adapted input cost 14% of LoRA's throughput."""
-    lora_targets: str | list[str] = "all-linear"
-    """LoRA target modules: 'all-linear' or a list of module names."""
-    tiny_params: int = Field(16, ge=1, le=65536)
-    """TinyLoRA: trainable numbers per tie group (the vector v that mixes the fixed random r x r matrices)."""
-    tiny_rank: int = Field(2, ge=1, le=256)
-    """TinyLoRA: rank r of the frozen truncated SVD of each adapted weight."""
-    tiny_tie: Literal["all", "layer", "module"] = "all"
-    """TinyLoRA: which layers share one vector: all (trainable = tiny_params), layer (x decoder layers),
-    module (x adapted linear layers)."""
-    tiny_targets: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-    """TinyLoRA: names of the linear layers adapted."""
-    memory_layers: list[int] = []
-    """Decoder layers that get a memory branch, Python-style (-1 is the last); [] means the middle layer."""
-    memory_slots: int = Field(16384, ge=4)
-    """Memory slots N (a perfect square)."""
-    memory_k: int = Field(32, ge=1)
-    """Slots read per token."""
-    memory_key_dim: int = Field(128, ge=2)
-    """Query/key width of the memory."""
-    memory_gated: bool = False
-    """Gate the memory read-out with silu(W_g x) (Berges et al.); off in a retrofit, where the gate is random."""
-    memory_addressing: Literal["activations", "random"] = "activations"
-    """activations: query map and keys fitted to the model's hidden states at the layer (PCA-whitened
-    queries, k-means sub-keys); random: random frozen addresses (kbake 0.1, measured to learn nothing)."""
-    memory_top_t: int = Field(1024, ge=1)
-    """Sparse memory finetuning: per batch, update only the t value rows with the highest TF-IDF."""
-    memory_background_batches: int = Field(32, ge=1)
-    """Blocks of general text that give the TF-IDF its document frequencies (more: a stabler IDF, a slower start)."""
-    memory_optimizer: Literal["sgd", "adamw"] = "sgd"
-    """Optimizer of the memory's value rows: SGD (Lin et al. 2025: better for sparse updates) or AdamW."""
-    grpo_num_generations: int = Field(4, ge=2)
-    """Completions sampled per prompt; the advantage is each reward minus its group's mean."""
-    grpo_max_completion_length: int = Field(24, ge=1)
-    """Longest sampled answer, in tokens."""
-    grpo_beta: float = Field(0.04, ge=0.0)
-    """KL coefficient against the starting model."""
-    grpo_temperature: float = Field(0.9, gt=0.0)
-    """Sampling temperature of the completions."""
-    grpo_rewards: dict[str, float] = {"f1": 1.0, "numeric": 1.0, "format": 0.2, "length": 0.2}
-    """Rewards (exact_match, f1, numeric, format, length) and their weights."""
-    grpo_prompts: int | None = Field(None, ge=1)
-    """Use at most this many QA pairs as prompts (None: all)."""
-    grpo_adapter: Literal["lora", "tiny"] = "lora"
-    """The policy's trainable part: a LoRA adapter (lora_r, ...) or a TinyLoRA vector (tiny_params, ...)."""
-    grpo_env: Literal["qa", "lookup"] = "qa"
-    """Environment (kbake/train/environments.py): qa, a single-turn answer to a synthetic question; lookup,
-    the model may first write `lookup: <query>` and gets the run's best-matching chunk before answering."""
-    grpo_lookup_cost: float = Field(0.1, ge=0.0)
-    """lookup: reward subtracted when the model looked up, so it learns to retrieve only when it helps."""
-    grpo_lookup_chars: int = Field(400, ge=50)
-    """lookup: characters of the retrieved chunk shown to the model."""
-    grpo_use_vllm: bool = False
-    """Generate completions with vLLM (TRL colocate mode); needs vllm installed and a GPU."""
+    lora: LoraArgs = Field(default_factory=LoraArgs)
+    """LoRA's options (`train.lora.r`, ...)."""
+    tiny: TinyArgs = Field(default_factory=TinyArgs)
+    """TinyLoRA's options (`train.tiny.params`, ...)."""
+    memory: MemoryArgs = Field(default_factory=MemoryArgs)
+    """Memory layers' options (`train.memory.slots`, ...)."""
+    grpo: GrpoArgs = Field(default_factory=GrpoArgs)
+    """GRPO's options (`train.grpo.beta`, ...)."""
 
-    @model_validator(mode="after")
-    def _check(self) -> TrainArgs:
-        import math
-
-        if math.isqrt(self.memory_slots) ** 2 != self.memory_slots:
-            raise ValueError(f"memory_slots must be a perfect square, got {self.memory_slots}")
-        return self
-
+    @model_validator(mode="before")
+    @classmethod
+    def _nest_method_keys(cls, data: Any) -> Any:
+        """A flat key of earlier kbake (`lora_r`, `memory_top_t`, ...) moves into its method's section
+        (`lora.r`, `memory.top_t`), so older recipes and `--set train.lora.r=8` keep working."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for key in [k for k in data if isinstance(k, str)]:
+            section, _, name = key.partition("_")
+            if section in METHOD_SECTIONS and name in METHOD_SECTIONS[section].model_fields:
+                nested = data.get(section)
+                nested = dict(nested) if isinstance(nested, dict) else {}
+                if name in nested:
+                    raise ValueError(f"{key} and {section}.{name} both given; keep {section}.{name}")
+                nested[name] = data.pop(key)
+                data[section] = nested
+        return data
 
 class EvalArgs(StageArgs):
     """Options of `kbake eval`: learning (probes), forgetting (general text) and RAG."""

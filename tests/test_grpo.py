@@ -58,7 +58,7 @@ def test_grpo_needs_qa_pairs(run, peaky_tiny_model):
 
 
 def test_an_unknown_reward_fails_naming_its_key(run, peaky_tiny_model):
-    with pytest.raises(ValueError, match="train.grpo_rewards: unknown reward 'nope'; allowed: exact_match, f1"):
+    with pytest.raises(ValueError, match="train.grpo.rewards: unknown reward 'nope'; allowed: exact_match, f1"):
         train(run, tiny_recipe(peaky_tiny_model, "grpo", max_steps=1, grpo_rewards={"nope": 1.0}), progress=False)
 
 

@@ -102,3 +102,20 @@ def test_recipe_opens_with_its_command_and_names_its_result(path):
     header = [line for line in path.read_text().splitlines() if line.startswith("#")]
     assert path.read_text().startswith("# kbake ")
     assert any("Result it produces" in line or "docs/results.md" in line for line in header), path.name
+
+
+def test_each_method_has_its_own_section_and_flat_keys_move_into_it(tmp_path):
+    """`train.lora.r` is the key; the flat `train.lora_r` of older recipes (and --set) lands there too."""
+    p = tmp_path / "r.yaml"
+    p.write_text("train:\n  method: memory\n  lora:\n    r: 4\n  memory_top_t: 7\n  grpo: {beta: 0.5}\n")
+    t = load_recipe(p, {"train.tiny_params": 3}).train
+    assert (t.lora.r, t.memory.top_t, t.grpo.beta, t.tiny.params) == (4, 7, 0.5, 3)
+    assert "lora_r" not in t.model_dump() and t.model_dump()["memory"]["top_t"] == 7  # saved nested
+    p.write_text("train:\n  lora_r: 4\n  lora: {r: 8}\n")
+    with pytest.raises(ConfigError, match=r"lora_r and lora.r both given; keep lora.r"):
+        load_recipe(p)
+    p.write_text("train:\n  lora: {rank: 8}\n")
+    with pytest.raises(ConfigError, match=r"unknown key 'train.lora.rank'; allowed: alpha, dropout, r, targets"):
+        load_recipe(p)
+    with pytest.raises(ConfigError, match=r"train.memory: .*slots must be a perfect square"):
+        load_recipe(None, {"train.memory.slots": 1000})

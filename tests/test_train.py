@@ -126,7 +126,7 @@ def test_adapter_methods_leave_base_weights_bit_identical(run, tiny_model, metho
             diag = state["memory"][name]
             # only the rows each batch's TF-IDF chose moved, at most top_t of them per batch
             assert 0 < rows == diag["trained_rows"] <= diag["updated_slots"]
-            assert diag["rows_per_batch"] <= r.train.memory_top_t
+            assert diag["rows_per_batch"] <= r.train.memory.top_t
             assert 0 < diag["read_share_train_positions"] <= 1 and diag["slot_usage_train"]["effective_slots"] > 1
 
 
@@ -319,13 +319,13 @@ def test_grpo_config_is_built_from_the_train_keys(tiny_model, tmp_path):
     import transformers
     from trl import GRPOConfig
 
-    from kbake.train.grpo import TRL_FIELDS, grpo_config_kwargs
+    from kbake.train.grpo import TRL_FIELDS, grpo_config_kwargs, train_value
 
     args = tiny_recipe(tiny_model, "grpo", lr=3e-5, warmup_ratio=0.1, grad_accum=2, grpo_beta=0.05).train
     cfg = GRPOConfig(**grpo_config_kwargs(args, out=tmp_path, seed=7, precision="fp32", progress=False))
     for ours, theirs in TRL_FIELDS.items():
-        assert getattr(cfg, theirs) == getattr(args, ours), ours
-    assert cfg.per_device_train_batch_size == args.batch_size * args.grpo_num_generations and cfg.seed == 7
+        assert getattr(cfg, theirs) == train_value(args, ours), ours
+    assert cfg.per_device_train_batch_size == args.batch_size * args.grpo.num_generations and cfg.seed == 7
     if int(transformers.__version__.split(".")[0]) >= 5:
         assert cfg.warmup_steps == 0.1  # a share of the steps, as transformers 5 reads a float below 1
     else:
@@ -363,3 +363,8 @@ def test_lora_in_bf16_stores_the_frozen_base_in_bf16_and_trains_the_same_adapter
     assert adapters[0].keys() == adapters[1].keys()
     for k in adapters[0]:
         torch.testing.assert_close(adapters[0][k], adapters[1][k], rtol=0, atol=0)
+
+
+def test_an_unknown_method_is_named_with_the_registered_ones(run, tiny_model):
+    with pytest.raises(TrainError, match=r"train.method: unknown method 'dpo'; allowed: full, lora, tiny, memory, grpo"):
+        train(run, tiny_recipe(tiny_model, "dpo"), progress=False)

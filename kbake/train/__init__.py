@@ -97,6 +97,8 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
     args = recipe.train
     seed = recipe.seed
     name = name or args.method
+    if args.method not in METHODS:
+        raise TrainError(f"train.method: unknown method {args.method!r}; allowed: {', '.join(METHODS)}")
     method = METHODS[args.method]
     out = run.train_dir / name
     if out.exists() and (out / "model").exists() and not resume:

@@ -12,7 +12,7 @@ An environment gives TRL's GRPOTrainer three things:
 
 `qa`: one turn, the answer scored against the reference. `lookup`: the model may first
 write `lookup: <query>` and gets the run's best-matching chunk (BM25) before it answers; a
-lookup costs `grpo_lookup_cost` of reward, so RL can teach it to retrieve only when that pays
+lookup costs `grpo.lookup_cost` of reward, so RL can teach it to retrieve only when that pays
 (the middle ground between baking knowledge in and retrieving it).
 """
 
@@ -44,7 +44,7 @@ def qa_rows(run: RunDir, args: TrainArgs, seed: int, suffix: str = SHORT_ANSWER_
         raise ValueError(f"{path} is empty: nothing to train on")
     rows = [{"prompt": [{"role": "user", "content": i.question + suffix}], "reference": i.answer} for i in items]
     ds = Dataset.from_list(rows).shuffle(seed=seed)
-    return ds.select(range(min(len(ds), args.grpo_prompts))) if args.grpo_prompts else ds
+    return ds.select(range(min(len(ds), args.grpo.prompts))) if args.grpo.prompts else ds
 
 
 class QAEnvironment:
@@ -60,8 +60,8 @@ class QAEnvironment:
         return qa_rows(self.run, self.args, seed)
 
     def reward_funcs(self) -> tuple[list, list[float]]:
-        names = list(self.args.grpo_rewards)
-        return [trl_reward(n) for n in names], [self.args.grpo_rewards[n] for n in names]
+        names = list(self.args.grpo.rewards)
+        return [trl_reward(n) for n in names], [self.args.grpo.rewards[n] for n in names]
 
 
 class LookupEnvironment(QAEnvironment):
@@ -85,13 +85,13 @@ class LookupEnvironment(QAEnvironment):
         return qa_rows(self.run, self.args, seed, suffix=SHORT_ANSWER_SUFFIX + LOOKUP_INSTRUCTION)
 
     def lookup(self, queries: list[str]) -> list[str]:
-        """The best-matching chunk of each query (BM25), cut to `grpo_lookup_chars`."""
+        """The best-matching chunk of each query (BM25), cut to `grpo.lookup_chars`."""
         best = self.index.search(queries, k=1, retriever="lexical")
-        return [self.index.texts[b[0]][: self.args.grpo_lookup_chars] if b else "" for b in best]
+        return [self.index.texts[b[0]][: self.args.grpo.lookup_chars] if b else "" for b in best]
 
     def reward_funcs(self) -> tuple[list, list[float]]:
         funcs, weights = super().reward_funcs()
-        cost = self.args.grpo_lookup_cost
+        cost = self.args.grpo.lookup_cost
 
         def lookup_cost(prompts, completions, lookups=None, **kwargs) -> list[float]:
             return [-cost if lk else 0.0 for lk in (lookups or [None] * len(completions))]
@@ -149,8 +149,8 @@ class LookupEnvironment(QAEnvironment):
         device = next(model.parameters()).device
         with torch.no_grad():
             out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), do_sample=True,
-                                 temperature=self.args.grpo_temperature, top_p=1.0, top_k=0,
-                                 max_new_tokens=self.args.grpo_max_completion_length, pad_token_id=pad)
+                                 temperature=self.args.grpo.temperature, top_p=1.0, top_k=0,
+                                 max_new_tokens=self.args.grpo.max_completion_length, pad_token_id=pad)
         eos = {tok.eos_token_id, *([tok.convert_tokens_to_ids("<|im_end|>")] if "<|im_end|>" in tok.get_vocab() else [])}
         result = []
         for row in out[:, width:].tolist():
@@ -163,4 +163,4 @@ ENVIRONMENTS = {"qa": QAEnvironment, "lookup": LookupEnvironment}
 
 
 def make_environment(run: RunDir, args: TrainArgs):
-    return ENVIRONMENTS[args.grpo_env](run, args)
+    return ENVIRONMENTS[args.grpo.env](run, args)

@@ -1,11 +1,11 @@
 """`grpo`: reinforcement learning with verifiable rewards through TRL's GRPOTrainer
-(Shao et al. 2024, DeepSeekMath): sample `grpo_num_generations` answers per question,
+(Shao et al. 2024, DeepSeekMath): sample `grpo.num_generations` answers per question,
 score each with the environment's rewards against the reference answer, and move the policy
 toward answers better than their group's mean, with a KL term (beta) to the start model.
 Prompts are the run's synthetic QA pairs, never the probes. The environment
 (kbake/train/environments.py: `qa` or `lookup`) supplies prompts, rollouts and rewards; the
-policy is a LoRA adapter or a TinyLoRA vector (`grpo_adapter`). `init` starts from a model
-trained earlier: SFT then RL. Generation is transformers' by default; `grpo_use_vllm: true`
+policy is a LoRA adapter or a TinyLoRA vector (`grpo.adapter`). `init` starts from a model
+trained earlier: SFT then RL. Generation is transformers' by default; `grpo.use_vllm: true`
 hands it to vLLM (TRL's colocate mode) where vLLM is installed, on a GPU.
 """
 
@@ -42,13 +42,21 @@ def start_model(run: RunDir, args: TrainArgs):
 
 
 TRL_FIELDS = {
-    "grad_accum": "gradient_accumulation_steps", "grpo_num_generations": "num_generations",
-    "grpo_max_completion_length": "max_completion_length", "grpo_beta": "beta", "grpo_temperature": "temperature",
+    "grad_accum": "gradient_accumulation_steps", "grpo.num_generations": "num_generations",
+    "grpo.max_completion_length": "max_completion_length", "grpo.beta": "beta", "grpo.temperature": "temperature",
     "lr": "learning_rate", "lr_schedule": "lr_scheduler_type", "max_grad_norm": "max_grad_norm",
     "epochs": "num_train_epochs", "save_every": "save_steps", "keep_checkpoints": "save_total_limit",
-    "grpo_use_vllm": "use_vllm",
+    "grpo.use_vllm": "use_vllm",
 }
-"""kbake's train key -> the GRPOConfig field that takes its value unchanged."""
+"""kbake's train key (dotted under `train:`) -> the GRPOConfig field that takes its value unchanged."""
+
+
+def train_value(args: TrainArgs, dotted: str):
+    """The value of a dotted `train:` key, e.g. 'grpo.beta'."""
+    value = args
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def grpo_config_kwargs(args: TrainArgs, *, out: Path, seed: int, precision: str, progress: bool) -> dict:
@@ -57,12 +65,12 @@ def grpo_config_kwargs(args: TrainArgs, *, out: Path, seed: int, precision: str,
     `warmup_ratio`; transformers 4 counts `warmup_steps` in steps and takes the share as `warmup_ratio`."""
     import transformers
 
-    kw = {trl: getattr(args, ours) for ours, trl in TRL_FIELDS.items()}
+    kw = {trl: train_value(args, ours) for ours, trl in TRL_FIELDS.items()}
     major = int(transformers.__version__.split(".")[0])
     kw["warmup_steps" if major >= 5 else "warmup_ratio"] = args.warmup_ratio
     kw.update(
         output_dir=str(out / "trl"),
-        per_device_train_batch_size=args.batch_size * args.grpo_num_generations,  # completions: prompts × generations
+        per_device_train_batch_size=args.batch_size * args.grpo.num_generations,  # completions: prompts × generations
         max_steps=args.max_steps or -1, logging_steps=1, seed=seed, report_to=[], disable_tqdm=not progress,
         bf16=precision == "bf16", fp16=precision == "fp16", use_cpu=not torch.cuda.is_available(),
         remove_unused_columns=False, log_completions=False, vllm_mode="colocate",
@@ -78,9 +86,9 @@ def own_loop(run: RunDir, args: TrainArgs, out: Path, *, seed: int, resume: bool
 
     from kbake.train.rewards import REWARDS
 
-    unknown = [r for r in args.grpo_rewards if r not in REWARDS]
+    unknown = [r for r in args.grpo.rewards if r not in REWARDS]
     if unknown:  # checked here, not in config: the reward functions live in this layer
-        raise ValueError(f"train.grpo_rewards: unknown reward {unknown[0]!r}; allowed: {', '.join(sorted(REWARDS))}")
+        raise ValueError(f"train.grpo.rewards: unknown reward {unknown[0]!r}; allowed: {', '.join(sorted(REWARDS))}")
 
     from kbake.models.precision import resolve_precision
     from kbake.train.loop import allow_precision_change
@@ -94,10 +102,10 @@ def own_loop(run: RunDir, args: TrainArgs, out: Path, *, seed: int, resume: bool
     cfg = GRPOConfig(**grpo_config_kwargs(args, out=out, seed=seed, precision=precision, progress=progress),
                      reward_weights=reward_weights)
     peft_cfg = None
-    if args.grpo_adapter == "lora":
+    if args.grpo.adapter == "lora":
         peft_cfg = lora.lora_config(args)
     else:
-        if args.init and args.grpo_beta:
+        if args.init and args.grpo.beta:
             # Without peft, TRL loads its KL reference from config._name_or_path: make that the start model.
             ref = out / "reference"
             model.save_pretrained(ref)
@@ -122,7 +130,7 @@ def own_loop(run: RunDir, args: TrainArgs, out: Path, *, seed: int, resume: bool
         import shutil
 
         shutil.rmtree(out / "reference")
-    state = {"grpo_env": env.name, "grpo_adapter": args.grpo_adapter,
+    state = {"grpo_env": env.name, "grpo_adapter": args.grpo.adapter,
              "final_loss": rows[-1].get("loss", float("nan")) if rows else float("nan"), "eval_loss": None,
              "first_reward": rewards[0] if rewards else None, "final_reward": rewards[-1] if rewards else None,
              "tokens_seen": None}

@@ -18,8 +18,8 @@ CONTINUABLE = True
 def lora_config(args: TrainArgs):
     from peft import LoraConfig
 
-    return LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout,
-                      target_modules=args.lora_targets, task_type="CAUSAL_LM", bias="none")
+    return LoraConfig(r=args.lora.r, lora_alpha=args.lora.alpha, lora_dropout=args.lora.dropout,
+                      target_modules=args.lora.targets, task_type="CAUSAL_LM", bias="none")
 
 
 def prepare(model, tok, args: TrainArgs, *, precision: str = "fp32", **_) -> Prepared:

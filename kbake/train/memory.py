@@ -3,9 +3,9 @@ the model's own hidden states (`kbake.models.memory.fit_addresses`), then sparse
 finetuning (Lin et al. 2025, "Continual learning via sparse memory finetuning"): in each
 batch, only the value rows of the t slots that the batch reads far more than general text
 does are updated — TF-IDF over the slot hits at positions that carry loss, IDF from
-`memory_background_batches` blocks of general text. Every other weight is frozen. SGD by
+`memory.background_batches` blocks of general text. Every other weight is frozen. SGD by
 default: Lin et al. report it beats AdamW for sparse updates, and AdamW's momentum would
-keep moving rows after the batch that chose them (both measurable: `memory_optimizer`)."""
+keep moving rows after the batch that chose them (both measurable: `memory.optimizer`)."""
 
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ CONTINUABLE = False
 
 
 def memory_config(args: TrainArgs) -> MemoryConfig:
-    return MemoryConfig(layers=list(args.memory_layers), slots=args.memory_slots, k=args.memory_k,
-                        key_dim=args.memory_key_dim, gated=args.memory_gated, addressing=args.memory_addressing)
+    return MemoryConfig(layers=list(args.memory.layers), slots=args.memory.slots, k=args.memory.k,
+                        key_dim=args.memory.key_dim, gated=args.memory.gated, addressing=args.memory.addressing)
 
 
 def loss_positions(labels: torch.Tensor) -> torch.Tensor:
@@ -52,7 +52,7 @@ def prepare(model, tok, args: TrainArgs, *, seed: int, examples, **_) -> Prepare
 
     new_ids, new_labels = pack_blocks(examples, args.block_size)[:2]
     background = pack_blocks([text_example(tok, t, "general") for t in general_paragraphs("replay")],
-                             args.block_size)[0][: args.memory_background_batches]
+                             args.block_size)[0][: args.memory.background_batches]
     torch.manual_seed(seed)  # random addressing, and the k-means starts
     mems = add_memory(model, memory_config(args))
     for p in model.parameters():
@@ -62,7 +62,7 @@ def prepare(model, tok, args: TrainArgs, *, seed: int, examples, **_) -> Prepare
     n_bg = len(background)
     fitted = {}
     for name, mem in mems.items():
-        if args.memory_addressing == "activations":
+        if args.memory.addressing == "activations":
             x = torch.cat([i for i, _ in io[name]])
             y = torch.cat([o for _, o in io[name]])
             fitted[name] = fit_addresses(mem, x, y, seed=seed)
@@ -104,7 +104,7 @@ def prepare(model, tok, args: TrainArgs, *, seed: int, examples, **_) -> Prepare
                 tf += torch.bincount(slots[at].flatten(), minlength=mem.cfg.slots).float()
             if torch.distributed.is_available() and torch.distributed.is_initialized():
                 torch.distributed.all_reduce(tf)  # one choice of rows on every rank
-            keep = top_tfidf(tf, mem.idf, args.memory_top_t)
+            keep = top_tfidf(tf, mem.idf, args.memory.top_t)
             mem.values.grad.mul_(keep.unsqueeze(1).to(mem.values.grad.dtype))
             updated[name] |= keep.cpu()
             per_batch[name].append(int(keep.sum()))
@@ -126,11 +126,11 @@ def prepare(model, tok, args: TrainArgs, *, seed: int, examples, **_) -> Prepare
                          **({"fit": fitted[name]} if name in fitted else {})}
         return {"memory": out}
 
-    trainable = args.memory_top_t * model.config.hidden_size * len(mems)  # rows one batch may update
+    trainable = args.memory.top_t * model.config.hidden_size * len(mems)  # rows one batch may update
     opt = None
-    if args.memory_optimizer == "sgd":
+    if args.memory.optimizer == "sgd":
         opt = lambda params: torch.optim.SGD(params, lr=args.lr)  # noqa: E731
-    return Prepared(model, trainable, grad_hook, {"trainable_slots_per_batch": args.memory_top_t},
+    return Prepared(model, trainable, grad_hook, {"trainable_slots_per_batch": args.memory.top_t},
                     make_optimizer=opt, finish=finish)
 
 

@@ -1,7 +1,7 @@
 """Verifiable rewards for GRPO: small functions of (completion, reference) -> float.
 
 No judge model: each reward checks the answer against the reference answer of a
-synthetic QA pair. Names are what the recipe's `grpo_rewards` maps to weights.
+synthetic QA pair. Names are what the recipe's `grpo.rewards` maps to weights.
 """
 
 from __future__ import annotations

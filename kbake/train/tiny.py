@@ -1,6 +1,6 @@
 """`tiny`: TinyLoRA (Morris et al. 2026), a LoRA-XS update U Σ (Σᵢ vᵢ Pᵢ) Vᵀ on the frozen SVD
-bases of each weight, whose only trainable numbers are the vector v (`tiny_params` per tie
-group): kbake/models/tiny_lora.py. Usable for SFT here and for GRPO (`grpo_adapter: tiny`)."""
+bases of each weight, whose only trainable numbers are the vector v (`tiny.params` per tie
+group): kbake/models/tiny_lora.py. Usable for SFT here and for GRPO (`grpo.adapter: tiny`)."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ CONTINUABLE = True
 
 
 def tiny_config(args: TrainArgs, seed: int) -> TinyConfig:
-    return TinyConfig(params=args.tiny_params, rank=args.tiny_rank, tie=args.tiny_tie,
-                      targets=list(args.tiny_targets), seed=seed)
+    return TinyConfig(params=args.tiny.params, rank=args.tiny.rank, tie=args.tiny.tie,
+                      targets=list(args.tiny.targets), seed=seed)
 
 
 def prepare(model, tok, args: TrainArgs, *, seed: int = 0, **_) -> Prepared:
     vectors = apply_tiny_lora(model, tiny_config(args, seed))
     n = sum(v.numel() for v in vectors.values())
-    return Prepared(model, n, state={"tiny": {"groups": len(vectors), "params_per_group": args.tiny_params,
-                                              "rank": args.tiny_rank, "tie": args.tiny_tie}})
+    return Prepared(model, n, state={"tiny": {"groups": len(vectors), "params_per_group": args.tiny.params,
+                                              "rank": args.tiny.rank, "tie": args.tiny.tie}})
 
 
 def save(acc, model, folder: Path, tok, **_) -> None:
