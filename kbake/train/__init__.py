@@ -9,6 +9,7 @@ sparse memory finetuning; Biderman et al. 2024 found LoRA learns less and forget
 from __future__ import annotations
 
 import json
+import os
 import time
 import warnings
 from pathlib import Path
@@ -30,10 +31,19 @@ class TrainError(RuntimeError):
     """A problem found before training starts; the message names what is wrong."""
 
 
-def estimate_memory_bytes(n_params: int, n_trainable: int, batch_tokens: int, hidden: int, n_layers: int) -> int:
-    """fp32 weights + grads + two AdamW moments for trainable params, plus a rough activation
-    term (about 34 values per token, layer and hidden unit, as in Korthikanti et al. 2022)."""
-    return 4 * n_params + 12 * n_trainable + 4 * 34 * batch_tokens * hidden * n_layers
+def estimate_memory_bytes(n_params: int, n_trainable: int, batch_tokens: int, hidden: int, n_layers: int,
+                          shards: int = 1) -> int:
+    """Per device: fp32 weights + grads + two AdamW moments for trainable params (split over
+    `shards` devices under FSDP), plus a rough activation term (about 34 values per token,
+    layer and hidden unit, as in Korthikanti et al. 2022), which sharding does not split."""
+    return (4 * n_params + 12 * n_trainable) // shards + 4 * 34 * batch_tokens * hidden * n_layers
+
+
+def fsdp_shards() -> int:
+    """Devices the model state is sharded over: WORLD_SIZE under `accelerate launch --use_fsdp`, else 1."""
+    if os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true"):
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    return 1
 
 
 def check_fits(base_model: str, args: TrainArgs) -> None:
@@ -49,7 +59,7 @@ def check_fits(base_model: str, args: TrainArgs) -> None:
         n = sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
     trainable = n if METHODS[args.method].SAVED_AS == "whole" else n // 50
     need = estimate_memory_bytes(n, trainable, args.batch_size * args.block_size, config.hidden_size,
-                                 config.num_hidden_layers)
+                                 config.num_hidden_layers, shards=fsdp_shards())
     if torch.cuda.is_available():
         have, where = torch.cuda.mem_get_info()[0], "free GPU memory"
     else:
