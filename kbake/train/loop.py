@@ -158,6 +158,8 @@ def run_loop(model, ids: torch.Tensor, labels: torch.Tensor, eval_ids: torch.Ten
         return torch.cat(losses).mean().item()
 
     def save(step: int) -> None:
+        # Not accelerate's ProjectConfiguration(total_limit=...): it rotates only its automatic
+        # checkpoint names, written in place; here a temp folder is renamed when whole.
         tmp = ckpt_dir / f".step-{step}.tmp"
         acc.wait_for_everyone()
         acc.save_state(str(tmp))
