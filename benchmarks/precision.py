@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from machine import machine_rates  # benchmarks/machine.py
 
-import kbake.eval as kbake_eval
+import kbake.eval.model_scores as kbake_eval
 from kbake.config import IngestArgs, TrainArgs, load_recipe
 from kbake.eval.forgetting import encode_general
 from kbake.eval.rag import load_index

@@ -14,45 +14,37 @@ For the base model and every trained model in the run:
 - for models that kept snapshots (`train.snapshot_every`), the learning and general-eval
   change at each, for comparing methods at equal learning.
 Writes RUN/eval/.
+
+The work is split by job: per-model scoring (`model_scores`), change statistics
+(`comparisons`), decisions (`decide`), rendering (`report`); this module orchestrates them and
+writes the files.
 """
 
 from __future__ import annotations
 
 import gc
 import json
-import random
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 
 from kbake.config import Recipe
+from kbake.eval.comparisons import changes, closed_vs_base_rag, knowledge_map, learning_kind, rebake_vs_retrain
 from kbake.eval.decide import decide, equal_learning, findings
-from kbake.eval.forgetting import encode_general, general_nll_and_kl
-from kbake.eval.general_eval import load_set, novel_passages, score_items
-from kbake.eval.intervals import paired_bootstrap, paired_bootstrap_ppl, what_it_detects
-from kbake.eval.rag import is_hit, load_index, rag_prompt
-from kbake.eval.score import choice_and_margin, exact_match, score_choices_many, token_f1
+from kbake.eval.forgetting import encode_general
+from kbake.eval.general_eval import load_set, novel_passages
+from kbake.eval.intervals import what_it_detects
+from kbake.eval.model_scores import EvalData, evaluate_model, mean, memory_diagnostics, option_order, probe_kinds, score_probes
+from kbake.eval.rag import is_hit, load_index
 from kbake.eval.seeds import pool_seeds
-from kbake.eval.updates import newest_documents, outcome, update_stats
-from kbake.models.generate import SHORT_ANSWER_SUFFIX, chat_prompt, generate_batch
+from kbake.eval.updates import newest_documents
+from kbake.models.generate import SHORT_ANSWER_SUFFIX
 from kbake.run import RunDir, atomic_write_json, atomic_write_parquet, make_private_dir, provenance, read_chunks, read_probes, save_stage
 from kbake.sample import general_paragraphs, general_questions
 
-
-@dataclass
-class EvalData:
-    """Everything every model is scored on, prepared once."""
-
-    probes: list
-    rag_passages: list[list[str]]
-    replay_seqs: list[list[int]]
-    novel_seqs: list[list[int]]
-    questions: list[dict]
-    general_items: list[dict]
-    rag_newest_passages: list[list[str]] | None = None
-    """RAG restricted to each entity's newest document, when the run holds several dates."""
+__all__ = ["SHORT_ANSWER_SUFFIX", "EvalData", "evaluate", "evaluate_model", "item_rows", "memory_diagnostics",
+           "option_order", "score_probes", "snapshots", "trained_models"]
+"""What benchmarks and other programs use; the rest lives in the modules named above."""
 
 
 def trained_models(run: RunDir, names: list[str]) -> list[Path]:
@@ -74,254 +66,6 @@ def snapshots(folder: Path) -> list[tuple[int, Path]]:
 
     snaps = [(int(p.name.split("-")[1]), p) for p in (folder / "snapshots").glob("step-*") if (p / TRAINED_META).exists()]
     return sorted(snaps)
-
-
-def option_order(probe) -> tuple[list[str], int]:
-    """The four options in a fixed per-probe order, and the index of the correct one."""
-    opts = [probe.answer, *probe.distractors]
-    random.Random(probe.id).shuffle(opts)
-    return opts, opts.index(probe.answer)
-
-
-def score_probes(model, tok, prefixes: list[str], probes, desc: str, progress: bool) -> list[dict]:
-    """Multiple-choice scores of `probes` asked after `prefixes` (one prompt text each): per probe
-    {correct, choice, margin} (margin: mean log-prob of the right option minus the best wrong one)."""
-    from tqdm import tqdm
-
-    orders = [option_order(p) for p in probes]
-    with tqdm(total=len(probes), desc=desc, unit="probe", disable=not progress, leave=False) as bar:
-        scores = score_choices_many(model, tok, prefixes, [o for o, _ in orders], progress=bar.update)
-    out = []
-    for (opts, gold), sc in zip(orders, scores):
-        best, margin = choice_and_margin(sc, gold)
-        out.append({"correct": best == gold, "choice": opts[best], "margin": round(margin, 5)})
-    return out
-
-
-def _generate(model, tok, questions: list[str], args) -> list[str]:
-    texts = []
-    for i in range(0, len(questions), args.generate_batch_size):
-        prompts = [chat_prompt(tok, q + SHORT_ANSWER_SUFFIX) for q in questions[i : i + args.generate_batch_size]]
-        texts += [g.text for g in generate_batch(model, tok, prompts, max_new_tokens=args.short_answer_tokens)]
-    return texts
-
-
-def _mean(xs) -> float | None:
-    xs = list(xs)
-    return sum(xs) / len(xs) if xs else None
-
-
-def _kinds(probes) -> list[str]:
-    return sorted({p.kind for p in probes})
-
-
-def split_stats(rows: list[dict], probes, split: str) -> dict | None:
-    """Accuracy (all and per kind) and mean margin over the probes of one split; None if it has none."""
-    sel = [(r, p) for r, p in zip(rows, probes) if p.split == split]
-    if not sel:
-        return None
-    out = {"n": len(sel), "acc": _mean(r["correct"] for r, _ in sel)}
-    out.update({f"acc_{k}": _mean(r["correct"] for r, p in sel if p.kind == k) for k in _kinds([p for _, p in sel])})
-    if "margin" in sel[0][0]:
-        out["margin"] = _mean(r["margin"] for r, _ in sel)
-    return out
-
-
-def general_eval_stats(items: list[dict]) -> dict:
-    sets = sorted({i["set"] for i in items})
-    return {"n": len(items), "acc": _mean(i["correct"] for i in items), "margin": _mean(i["margin"] for i in items),
-            **{f"acc_{s}": _mean(i["correct"] for i in items if i["set"] == s) for s in sets}}
-
-
-def evaluate_model(name: str, model, tok, data: EvalData, args, base=None, progress: bool = True,
-                   snapshot: bool = False) -> dict:
-    """Every number of one model; `base` None means this is the base model (KL 0 by definition).
-    A `snapshot` gets only what the learning-vs-forgetting line needs: closed-book test probes
-    and the general-eval sets. Per-item results are under "_items" (for the intervals)."""
-    t0 = time.perf_counter()
-    parts: dict[str, float] = {}  # seconds per part: where a model's eval time goes
-
-    def lap(part: str) -> None:
-        parts[part] = round(time.perf_counter() - t0 - sum(parts.values()), 1)
-
-    probes = [p for p in data.probes if p.split == "test"] if snapshot else data.probes
-    closed = score_probes(model, tok, [chat_prompt(tok, p.question) for p in probes], probes, f"{name}: closed book", progress)
-    res = {"name": name, "closed_book": split_stats(closed, probes, "test")}
-    items = {"closed": closed}
-    lap("closed_book")
-    if any(p.stale for p in probes):
-        res["updates"] = {"closed_book": update_stats(closed, probes)}
-    if data.general_items:
-        from tqdm import tqdm
-
-        with tqdm(total=len(data.general_items), desc=f"{name}: general eval", unit="item", disable=not progress,
-                  leave=False) as bar:
-            items["general_eval"] = score_items(model, tok, data.general_items, progress=bar.update)
-        res["general_eval"] = general_eval_stats(items["general_eval"])
-        lap("general_eval")
-    if snapshot:
-        res["_items"] = items
-        res["eval_seconds"] = round(time.perf_counter() - t0, 1)
-        res["eval_parts"] = parts
-        return res
-
-    # RAG and short answers on the test probes only: dev is for choosing recipes, which the
-    # closed-book accuracy and margin serve (and the demo's eval time stays within budget).
-    test = [i for i, p in enumerate(probes) if p.split == "test"]
-    test_probes = [probes[i] for i in test]
-    rag_test = score_probes(model, tok, [chat_prompt(tok, rag_prompt(probes[i].question, data.rag_passages[i])) for i in test],
-                   test_probes, f"{name}: RAG", progress)
-    rag: list = [None] * len(probes)
-    for i, r in zip(test, rag_test):
-        rag[i] = r
-    items["rag"] = rag
-    res["rag"] = split_stats(rag_test, test_probes, "test")
-    if "updates" in res:
-        res["updates"]["rag"] = update_stats(rag_test, test_probes)
-        if data.rag_newest_passages is not None:
-            upd = [i for i in test if probes[i].stale]
-            newest = score_probes(model, tok, [chat_prompt(tok, rag_prompt(probes[i].question, data.rag_newest_passages[i]))
-                                      for i in upd], [probes[i] for i in upd], f"{name}: RAG (newest)", progress)
-            res["updates"]["rag_newest"] = update_stats(newest, [probes[i] for i in upd])
-    res["dev"] = {"closed_book": split_stats(closed, probes, "dev")} if len(test) < len(probes) else None
-    res["per_probe"] = {p.id: {"closed": c["correct"], "closed_choice": c["choice"], "margin": c["margin"],
-                               "rag": r["correct"] if r else None} for p, c, r in zip(probes, closed, rag)}
-    for p, c in zip(probes, closed):
-        if p.stale:
-            res["per_probe"][p.id]["outcome"] = outcome(p, c["choice"])
-    lap("rag")
-    if args.short_answers:
-        answers = _generate(model, tok, [p.question for p in test_probes], args)
-        f1 = [token_f1(a, p.reference) for a, p in zip(answers, test_probes)]
-        em = [exact_match(a, p.reference) for a, p in zip(answers, test_probes)]
-        res["short_answer"] = {"f1": _mean(f1), "em": _mean(em),
-                               **{f"f1_{k}": _mean(f for f, p in zip(f1, test_probes) if p.kind == k)
-                                  for k in _kinds(test_probes)}}
-        for p, a, f in zip(test_probes, answers, f1):
-            res["per_probe"][p.id].update(short=a, f1=round(f, 4))
-        lap("short_answers")
-    g = general_nll_and_kl(model, base, data.replay_seqs, args.batch_size, tok.pad_token_id)
-    nv = general_nll_and_kl(model, base, data.novel_seqs, args.batch_size, tok.pad_token_id)
-    items["replay_nll"], items["novel_nll"] = g["seq_nll"], nv["seq_nll"]
-    items["replay_tokens"], items["novel_tokens"] = g["seq_tokens"], nv["seq_tokens"]
-    res["general"] = {"replay_ppl": g["ppl"], "replay_kl": g["kl"] if base is not None else 0.0,
-                      "replay_tokens": g["tokens"], "novel_ppl": nv["ppl"],
-                      "novel_kl": nv["kl"] if base is not None else 0.0, "novel_tokens": nv["tokens"]}
-    lap("perplexity_kl")
-    if data.questions:
-        answers = _generate(model, tok, [q["question"] for q in data.questions], args)
-        res["general"]["qa_f1"] = _mean([token_f1(a, q["answer"]) for a, q in zip(answers, data.questions)])
-        lap("general_questions")
-    if hasattr(model, "kbake_memory"):
-        res["memory"] = memory_diagnostics(model, tok, probes)
-        lap("memory_diagnostics")
-    res["_items"] = items
-    res["eval_seconds"] = round(time.perf_counter() - t0, 1)
-    res["eval_parts"] = parts
-    return res
-
-
-def memory_diagnostics(model, tok, probes) -> dict:
-    """Share of a memory model's read weight that falls on trained value rows where each
-    probe's answer is predicted (its prompt, then the answer's tokens), per split: compared
-    with the share at training positions (trainer_state.json), it says whether the questions
-    reach what training wrote."""
-    from kbake.models.memory import read_share
-
-    out = {}
-    for split in ("test", "dev"):
-        seqs, positions = [], []
-        for p in (p for p in probes if p.split == split):
-            prompt = tok(chat_prompt(tok, p.question), add_special_tokens=False)["input_ids"]
-            answer = tok(p.answer, add_special_tokens=False)["input_ids"]
-            seqs.append(prompt + answer)
-            positions.append(list(range(len(prompt) - 1, len(prompt) + len(answer) - 1)))
-        if seqs:
-            out[f"read_share_{split}_answers"] = round(read_share(model, seqs, positions), 4)
-    return out
-
-
-LEARNING_KINDS = ("fact_qa", "paraphrase")
-"""Kinds learning is judged on, first present wins: fact probes of QA-trained facts asked in new
-wordings (hundreds per filing: intervals of a few points), then paraphrased hand-written probes
-(answering a reworded question is knowing, verbatim is recall of the text)."""
-
-
-def learning_kind(probes) -> str | None:
-    """The probe kind learning is judged on (`LEARNING_KINDS`), else all probes (None)."""
-    return next((k for k in LEARNING_KINDS if any(p.kind == k and p.split == "test" for p in probes)), None)
-
-
-def knowledge_map(probes, base_closed: list[dict], closed: list[dict]) -> list[dict]:
-    """Per part of the document (a probe's `group`: a fact probe's table), test probes answered
-    closed book by the base and by the model, held-out facts and QA-trained facts apart: which
-    parts of the filing got in. Empty when no probe names a group."""
-    rows: dict[str, dict] = {}
-    for p, b, m in zip(probes, base_closed, closed):
-        if not p.group or p.split != "test":
-            continue
-        part = "heldout" if p.kind == "fact_heldout" else "qa" if p.kind == "fact_qa" else "other"
-        r = rows.setdefault(p.group, {"group": p.group, **{f"{k}_{x}": 0 for k in ("heldout", "qa", "other")
-                                                            for x in ("n", "base", "model")}})
-        r[f"{part}_n"] += 1
-        r[f"{part}_base"] += int(b["correct"])
-        r[f"{part}_model"] += int(m["correct"])
-    return sorted(rows.values(), key=lambda r: -(r["heldout_n"] + r["qa_n"]))
-
-
-def closed_vs_base_rag(model_items: dict, base_items: dict, probes, seed: int) -> dict:
-    """Closed book of a trained model minus RAG on the base model, paired over test probes, for
-    all of them and per kind: does the baked model answer without retrieval what retrieval does?"""
-    out = {}
-    test = [i for i, p in enumerate(probes) if p.split == "test"]
-    for k in [None, *_kinds(probes)]:
-        sel = [i for i in test if k is None or probes[i].kind == k]
-        if sel:
-            out["all" if k is None else k] = paired_bootstrap([float(base_items["rag"][i]["correct"]) for i in sel],
-                                                              [float(model_items["closed"][i]["correct"]) for i in sel],
-                                                              seed=seed)
-    return out
-
-
-def changes(model_items: dict, base_items: dict, probes, seed: int) -> dict:
-    """Every change against the base model with its paired bootstrap interval."""
-    def pick(rows, key, keep):
-        return [float(r[key]) for r, p in zip(rows, probes) if keep(p)]
-
-    def on(key_rows, key, keep):
-        if key_rows not in model_items:
-            return None
-        return paired_bootstrap(pick(base_items[key_rows], key, keep), pick(model_items[key_rows], key, keep), seed=seed)
-
-    test = lambda p: p.split == "test"  # noqa: E731
-    out = {"closed_book": on("closed", "correct", test), "margin": on("closed", "margin", test)}
-    if any(p.stale for p in probes):
-        # On changed facts: the newest value's share, and the stale values' share.
-        out["update_newest"] = on("closed", "correct", lambda p: test(p) and bool(p.stale))
-        if "closed" in model_items:
-            upd = [i for i, p in enumerate(probes) if test(p) and p.stale]
-            stale = lambda rows: [float(outcome(probes[i], rows[i]["choice"]) == "stale") for i in upd]  # noqa: E731
-            out["update_stale"] = paired_bootstrap(stale(base_items["closed"]), stale(model_items["closed"]), seed=seed)
-    for k in _kinds(probes):
-        out[f"closed_book_{k}"] = on("closed", "correct", lambda p, k=k: test(p) and p.kind == k)
-    if "rag" in model_items:
-        out["trained_rag"] = on("rag", "correct", test)
-        out["dev_closed_book"] = on("closed", "correct", lambda p: p.split == "dev")
-        out["dev_margin"] = on("closed", "margin", lambda p: p.split == "dev")
-        for k in _kinds(probes):
-            out[f"dev_closed_book_{k}"] = on("closed", "correct", lambda p, k=k: p.split == "dev" and p.kind == k)
-    if "general_eval" in model_items:
-        b, m = base_items["general_eval"], model_items["general_eval"]
-        out["general_eval"] = paired_bootstrap([i["correct"] for i in b], [i["correct"] for i in m], seed=seed)
-        out["general_eval_margin"] = paired_bootstrap([i["margin"] for i in b], [i["margin"] for i in m], seed=seed)
-        for s in sorted({i["set"] for i in b}):
-            out[f"general_eval_{s}"] = paired_bootstrap([i["correct"] for i in b if i["set"] == s],
-                                                        [i["correct"] for i in m if i["set"] == s], seed=seed)
-    for text in ("replay", "novel"):
-        if f"{text}_nll" in model_items:
-            out[f"{text}_ppl"] = paired_bootstrap_ppl(base_items[f"{text}_nll"], model_items[f"{text}_nll"],
-                                                      base_items[f"{text}_tokens"], seed=seed)
-    return {k: v for k, v in out.items() if v is not None}
 
 
 def _load(folder: Path, precision: str):
@@ -381,7 +125,7 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
                    init=state.get("init"), ingest_round=state.get("ingest_round"))
         res["vs_base"] = changes(res["_items"], base_items, probes, recipe.seed)
         res["closed_vs_base_rag"] = closed_vs_base_rag(res["_items"], base_items, probes, recipe.seed)
-        res["detects"] = what_it_detects(res["vs_base"], ["closed_book", *(f"closed_book_{k}" for k in _kinds(probes)),
+        res["detects"] = what_it_detects(res["vs_base"], ["closed_book", *(f"closed_book_{k}" for k in probe_kinds(probes)),
                                                           "dev_closed_book", "general_eval"])
         res["knowledge_map"] = knowledge_map(probes, base_items["closed"], res["_items"]["closed"])
         res["trajectory"] = _trajectory(folder, res, data, args, precision, base_items, recipe.seed, progress)
@@ -403,9 +147,9 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
                        "precision": precision},
         "probes": {"n": len(probes), "n_test": sum(p.split == "test" for p in probes),
                    "n_dev": sum(p.split == "dev" for p in probes), "learning_kind": learning_kind(probes),
-                   "kinds": {k: sum(p.kind == k and p.split == "test" for p in probes) for k in _kinds(probes)}},
+                   "kinds": {k: sum(p.kind == k and p.split == "test" for p in probes) for k in probe_kinds(probes)}},
         "retrieval": {"retriever": args.retriever, "k": args.rag_k, "recall_at_k":
-                      _mean(r for r, p in zip(recall, probes) if p.split == "test"),
+                      mean(r for r, p in zip(recall, probes) if p.split == "test"),
                       "embedder": args.embedder, "index_rebuilt": rebuilt},
         "general": {"paragraphs": len(data.replay_seqs), "novel_passages": len(data.novel_seqs),
                     "questions": len(data.questions), "general_eval_sets": list(args.general_eval_sets),
@@ -432,19 +176,6 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
     write_report(run.eval_dir, metrics)
     save_stage(run, "eval", {**metrics["provenance"], "models": names})
     return metrics
-
-
-def rebake_vs_retrain(models: list[dict]) -> dict | None:
-    """A re-bake (`train --from`) and a from-scratch model of the same method on the same
-    documents (the same ingest round): their training times, for the advice section."""
-    for m in models:
-        if m.get("init"):
-            full = next((o for o in models if o is not m and not o.get("init") and o.get("method") == m.get("method")
-                         and o.get("ingest_round") == m.get("ingest_round") and o.get("train_seconds")), None)
-            if full and m.get("train_seconds"):
-                return {"name": m["name"], "seconds": m["train_seconds"], "full_name": full["name"],
-                        "full_seconds": full["train_seconds"]}
-    return None
 
 
 def item_rows(metrics: dict) -> list[dict]:
