@@ -170,7 +170,8 @@ def test_killed_synth_resumes_without_repeating_calls(tmp_path, run, tiny_model)
     env = env_with_tests_on_path()
     with FakeOpenAI(answer=grounded_answer, latency=0.05) as server:
         args = ["--llm", "openai:scripted", "--base-url", server.base_url, "--kind", "qa,rephrase", "--concurrency", "2",
-                "--set", "synth.qa_types=[factual]", "--set", "synth.rephrase_styles=[summary]", "-q", "--yes"]
+                "--set", "synth.qa_types=[factual]", "--set", "synth.rephrase_styles=[summary]",
+                "--set", "synth.max_chunks=24", "-q", "--yes"]  # 48 calls of the sample's 69 chunks x 2: time goes to the calls
         subprocess.run([sys.executable, "-m", "kbake.cli", "synth", "--run", str(ref.root), *args], check=True,
                        env=env, capture_output=True)
         total = server.requests
