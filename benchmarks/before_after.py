@@ -43,6 +43,8 @@ def run(root: Path, out: Path, precision: str, warmup: float) -> None:
     general = [json.loads(line)["text"] for line in (general_dir() / "paragraphs.jsonl").read_text().splitlines()][:200]
     tiny = str(conftest.build_tiny_model(tmp / "tiny", text.split("\n\n") + general))
     embedder = load_embedder("default")
+    # The document of tests/test_determinism.one_run, written out here rather than called: this script
+    # must run against older checkouts, whose one_run takes no precision or warm-up.
     rows = "".join(f"<tr><td>Line item {i}</td><td>{100 + 7 * i}.0</td><td>{90 + 5 * i}.0</td></tr>" for i in range(10))
     doc = tmp / "acme-2025.html"
     doc.write_text("<p>Annual Report on Form 10-K for the fiscal year ended September 27, 2025</p>"
