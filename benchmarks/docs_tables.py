@@ -40,7 +40,8 @@ def fact_seeds(data: dict) -> str:
     """benchmarks/fact_seeds.py's output: per probe kind, the pooled changes and each seed's."""
     n = len(data["models"])
     seeds = f"{n} seeds" if n > 1 else "one seed"
-    lines = [f"| probe kind | test n | base closed | base RAG | closed-book change, {seeds} (per seed) | "
+    per_seed = " (per seed)" if n > 1 else ""
+    lines = [f"| probe kind | test n | base closed | base RAG | closed-book change, {seeds}{per_seed} | "
              "closed book minus base RAG | dev change | detectable (test) |",
              "|---|---|---|---|---|---|---|---|"]
     for k, r in data["kinds"].items():
