@@ -401,7 +401,7 @@ class TrainArgs(StageArgs):
     @classmethod
     def _nest_method_keys(cls, data: Any) -> Any:
         """A flat key of earlier kbake (`lora_r`, `memory_top_t`, ...) moves into its method's section
-        (`lora.r`, `memory.top_t`), so older recipes and `--set train.lora.r=8` keep working."""
+        (`lora.r`, `memory.top_t`), so older recipes and `--set train.lora_r=8` keep working."""
         if not isinstance(data, dict):
             return data
         data = dict(data)
