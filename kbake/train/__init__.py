@@ -117,10 +117,10 @@ def train(run: RunDir, recipe: Recipe, *, name: str | None = None, resume: bool 
         raise TrainError(f"--from works with {', '.join(m for m, mod in METHODS.items() if mod.CONTINUABLE)}; "
                          f"a {args.method} model cannot be continued yet")
     check_fits(args.base_model, args)
-    if getattr(method, "OWN_LOOP", False):
-        return _train_own_loop(method, run, recipe, name, out, resume=resume, progress=progress)
-
     precision = resolve_precision(args.precision)  # once per run: the accelerator, the method and the state agree
+    if getattr(method, "OWN_LOOP", False):
+        return _train_own_loop(method, run, recipe, name, out, precision=precision, resume=resume, progress=progress)
+
     acc = make_accelerator(args, precision)
     since = None
     if args.init:
@@ -200,13 +200,14 @@ def _write_state(run: RunDir, recipe: Recipe, name: str, out: Path, state: dict)
     save_stage(run, f"train/{name}", {**prov, "trainer_state": state})
 
 
-def _train_own_loop(method, run: RunDir, recipe: Recipe, name: str, out: Path, *, resume: bool, progress: bool) -> dict:
+def _train_own_loop(method, run: RunDir, recipe: Recipe, name: str, out: Path, *, precision: str, resume: bool,
+                    progress: bool) -> dict:
     """A method that runs its own trainer (GRPO through TRL): the same folder, meta and state files."""
     args = recipe.train
     make_private_dir(out)
     save_resolved(recipe, out / "config.yaml")
-    model, tok, rows, seconds, steps, extra = method.own_loop(run, args, out, seed=recipe.seed, resume=resume,
-                                                              progress=progress)
+    model, tok, rows, seconds, steps, extra = method.own_loop(run, args, out, seed=recipe.seed, precision=precision,
+                                                              resume=resume, progress=progress)
     final = out / "model"
     make_private_dir(final)
     method.save(None, model, final, tok, base_model=args.base_model)
@@ -214,6 +215,6 @@ def _train_own_loop(method, run: RunDir, recipe: Recipe, name: str, out: Path, *
     state = {"method": args.method, "name": name, "global_step": steps, "train_seconds": round(seconds, 2),
              "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
              "total_params": sum(p.numel() for p in model.parameters()), "resumed_from_step": None,
-             "precision": resolve_precision(args.precision), "init": args.init, **extra}
+             "precision": precision, "init": args.init, **extra}
     _write_state(run, recipe, name, out, state)
     return state

@@ -78,8 +78,8 @@ def grpo_config_kwargs(args: TrainArgs, *, out: Path, seed: int, precision: str,
     return kw
 
 
-def own_loop(run: RunDir, args: TrainArgs, out: Path, *, seed: int, resume: bool, progress: bool):
-    """Run GRPO; returns (policy model, tokenizer, log rows, seconds, steps, trainer_state entries)."""
+def own_loop(run: RunDir, args: TrainArgs, out: Path, *, seed: int, precision: str, resume: bool, progress: bool):
+    """Run GRPO at the run's resolved `precision`; returns (policy model, tokenizer, log rows, seconds, steps, trainer_state entries)."""
     import time
 
     from trl import GRPOConfig, GRPOTrainer
@@ -90,14 +90,12 @@ def own_loop(run: RunDir, args: TrainArgs, out: Path, *, seed: int, resume: bool
     if unknown:  # checked here, not in config: the reward functions live in this layer
         raise ValueError(f"train.grpo.rewards: unknown reward {unknown[0]!r}; allowed: {', '.join(sorted(REWARDS))}")
 
-    from kbake.models.precision import resolve_precision
     from kbake.train.loop import allow_precision_change
 
     model, tok = start_model(run, args)
     env = make_environment(run, args)
     ds = env.dataset(seed)
     reward_funcs, reward_weights = env.reward_funcs()
-    precision = resolve_precision(args.precision)
     allow_precision_change(precision)  # the Trainer makes its own Accelerator
     cfg = GRPOConfig(**grpo_config_kwargs(args, out=out, seed=seed, precision=precision, progress=progress),
                      reward_weights=reward_weights)
