@@ -7,6 +7,7 @@ JSON it is built from."""
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import json
 import re
@@ -471,6 +472,7 @@ def _footer(prov: dict) -> str:
             f"seed {prov['seed']} · precision {prov.get('precision', '?')} · {prov['created']}")
 
 
+@functools.cache
 def _templates():
     """The jinja2 environment of kbake/eval/templates (HTML autoescaped; Markdown verbatim)."""
     from jinja2 import Environment, PackageLoader, select_autoescape
@@ -480,7 +482,7 @@ def _templates():
                       trim_blocks=True, keep_trailing_newline=True)
     env.filters["bold"] = lambda v: Markup(re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", str(escape(v))))
     env.filters["b64"] = lambda data: base64.b64encode(data).decode()
-    env.filters["md_cell"] = lambda c: c.replace("|", "\\|")
+    env.globals["md_table"] = lambda header, rows: markdown_table([[c.replace("|", "\\|") for c in r] for r in rows], header)
     env.filters["md_item"] = lambda v: f"- {v}"
     return env
 
