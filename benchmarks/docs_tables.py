@@ -59,7 +59,23 @@ def fact_seeds(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS = {"fact_seeds": fact_seeds}
+def retrieval_dev(data: dict) -> str:
+    """benchmarks/retrieval_dev.py's output: recall@k on dev per probe family and document, and
+    each retriever's paired change against the default."""
+    rs = data["retrievers"]
+    others = [r for r in rs if r != data["default"]]
+    lines = ["| dev probes | document | n | " + " | ".join(f"{r} recall@{data['k']}" for r in rs) + " | "
+             + " | ".join(f"{r} minus {data['default']}" for r in others) + " |",
+             "|---|---|---|" + "---|" * (len(rs) + len(others))]
+    for fam, g in data["groups"].items():
+        for doc, s in g.items():
+            name = f"**{doc}**" if doc == "all documents" else doc
+            lines.append(f"| {fam} | {name} | {s['n']} | " + " | ".join(f"{100 * s['recall'][r]:.1f}%" for r in rs) + " | "
+                         + " | ".join(change_text(s["vs_default"].get(r)) for r in others) + " |")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS = {"fact_seeds": fact_seeds, "retrieval_dev": retrieval_dev}
 
 
 def render(text: str) -> str:

@@ -168,11 +168,15 @@ def test_report_has_every_section(tmp_path, tiny_model, embedder):
     traj = lora["trajectory"]
     assert [p["step"] for p in traj] == [int(s.split("-")[1]) for s in snaps] + [state["global_step"]]
     assert all(p["learning"]["n"] == 90 and p["general_eval"]["n"] == 12 for p in traj)
+    # each point also on dev (to choose the stopping point on), the final one equal to the model's own dev change
+    n_dev = sum(p["split"] == "dev" and p["kind"] == "paraphrase" for p in metrics["per_probe"])
+    assert n_dev > 0 and all(p["dev_learning"]["n"] == n_dev for p in traj)
+    assert traj[-1]["dev_learning"]["diff"] == pytest.approx(lora["vs_base"]["dev_closed_book_paraphrase"]["diff"])
     html = (run.eval_dir / "report.html").read_text()
     for section in ["Results", "General-eval accuracy per set", "ARC-Easy", "HellaSwag", "What the numbers say",
                     "Methods at equal learning", "Learning vs forgetting", "Per probe", "trained+RAG acc",
                     "novel ppl change", "replay-domain ppl change", "dev acc", "95% interval", "data:image/png;base64,",
-                    "Bake or retrieve?", "s per 1k source tokens", "What this run can detect", "detectable change"]:
+                    "Bake or retrieve?", "s per 1k source tokens", "Along training", "What this run can detect", "detectable change"]:
         assert section in html, section
     assert html.count("data:image/png;base64,") == 2
     md = (run.eval_dir / "report.md").read_text()

@@ -33,7 +33,7 @@ from kbake.eval.comparisons import changes, closed_vs_base_rag, knowledge_map, l
 from kbake.eval.decide import decide, equal_learning, findings
 from kbake.eval.forgetting import encode_general
 from kbake.eval.general_eval import load_set, novel_passages
-from kbake.eval.intervals import what_it_detects
+from kbake.eval.intervals import paired_bootstrap, what_it_detects
 from kbake.eval.model_scores import EvalData, evaluate_model, mean, memory_diagnostics, option_order, probe_kinds, score_probes
 from kbake.eval.rag import is_hit, load_index
 from kbake.eval.seeds import pool_seeds
@@ -192,23 +192,30 @@ def item_rows(metrics: dict) -> list[dict]:
 
 def _trajectory(folder: Path, final: dict, data: EvalData, args, precision: str, base_items: dict, seed: int,
                 progress: bool) -> list[dict]:
-    """The learning and general-eval change at each snapshot, then at the final model."""
+    """The learning (test, and dev to choose the stopping point on) and general-eval change at each
+    snapshot, then at the final model."""
     key = learning_kind(data.probes)
     lkey = f"closed_book_{key}" if key else "closed_book"
-    test_probes = [p for p in data.probes if p.split == "test"]
-    base_test = {"closed": [r for r, p in zip(base_items["closed"], data.probes) if p.split == "test"],
-                 "general_eval": base_items.get("general_eval")}
-    base_test = {k: v for k, v in base_test.items() if v is not None}
+    dev = [i for i, p in enumerate(data.probes) if p.split == "dev" and (key is None or p.kind == key)]
+
+    def dev_change(closed: list[dict]) -> dict | None:
+        if not dev:
+            return None
+        return paired_bootstrap([float(base_items["closed"][i]["correct"]) for i in dev],
+                                [float(closed[i]["correct"]) for i in dev], seed=seed)
+
     points = []
     for step, snap in (snapshots(folder) if args.snapshots else []):
         model, tok = _load(snap, precision)
         res = evaluate_model(f"{folder.name}@{step}", model, tok, data, args, None, progress, snapshot=True)
         del model
         gc.collect()
-        ch = changes(res["_items"], base_test, test_probes, seed)
-        points.append({"step": step, "learning": ch.get(lkey), "general_eval": ch.get("general_eval"),
+        ch = changes(res["_items"], base_items, data.probes, seed)
+        points.append({"step": step, "learning": ch.get(lkey), "dev_learning": dev_change(res["_items"]["closed"]),
+                       "general_eval": ch.get("general_eval"),
                        "updates": (res.get("updates") or {}).get("closed_book"), "eval_seconds": res["eval_seconds"]})
     points.append({"step": final.get("steps"), "learning": final["vs_base"].get(lkey),
+                   "dev_learning": dev_change(final["_items"]["closed"]),
                    "general_eval": final["vs_base"].get("general_eval")})
     return points
 

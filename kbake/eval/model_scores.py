@@ -93,15 +93,16 @@ def general_eval_stats(items: list[dict]) -> dict:
 def evaluate_model(name: str, model, tok, data: EvalData, args, base=None, progress: bool = True,
                    snapshot: bool = False) -> dict:
     """Every number of one model; `base` None means this is the base model (KL 0 by definition).
-    A `snapshot` gets only what the learning-vs-forgetting line needs: closed-book test probes
-    and the general-eval sets. Per-item results are under "_items" (for the intervals)."""
+    A `snapshot` gets only what the learning-vs-forgetting line and a choice of epochs need:
+    closed book on every probe (dev chooses, test reports) and the general-eval sets. Per-item
+    results are under "_items" (for the intervals)."""
     t0 = time.perf_counter()
     parts: dict[str, float] = {}  # seconds per part: where a model's eval time goes
 
     def lap(part: str) -> None:
         parts[part] = round(time.perf_counter() - t0 - sum(parts.values()), 1)
 
-    probes = [p for p in data.probes if p.split == "test"] if snapshot else data.probes
+    probes = data.probes
     closed = score_probes(model, tok, [chat_prompt(tok, p.question) for p in probes], probes, f"{name}: closed book", progress)
     res = {"name": name, "closed_book": split_stats(closed, probes, "test")}
     items = {"closed": closed}

@@ -32,7 +32,7 @@ def _num(x, fmt="{:.4f}") -> str:
 
 
 def fmt_change(c: dict | None, scale: float = 100, unit: str = "", counts: bool = False, digits: int = 1) -> str:
-    """'+14.3 [+2.4, +26.2]' (points, or `unit`), optionally with '8↑ 2↓' (items gained, lost)."""
+    """'+14.3 [-2.4, +31.0]' (points, or `unit`), optionally with '8↑ 2↓' (items gained, lost)."""
     if not c:
         return "—"
     f = f"{{:+.{digits}f}}"
@@ -272,6 +272,21 @@ def update_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def trajectory_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
+    """Per model that kept snapshots: the change at each snapshot and at the end, on dev (where
+    the stopping point is chosen) and on test (what is reported); empty without snapshots."""
+    header = ["model", "step", "dev change (learning kind)", "test change (learning kind)", "general-eval change"]
+    rows = []
+    for m in metrics["models"]:
+        traj = m.get("trajectory") or []
+        if len(traj) < 2:
+            continue
+        for pt in traj:
+            rows.append([m["name"], str(pt.get("step")), fmt_change(pt.get("dev_learning"), counts=True),
+                         fmt_change(pt.get("learning"), counts=True), fmt_change(pt.get("general_eval"))])
+    return header, rows
+
+
 VERDICT_TEXT = {
     "retrieve_no_learning": "**Retrieve.** Baking taught nothing beyond noise (its interval includes zero)",
     "retrieve_forgot": ("**Retrieve, or bake with care.** Baking learned, but general-eval accuracy fell beyond its "
@@ -461,6 +476,10 @@ def _sections(metrics: dict) -> list[tuple[str, str, object]]:
     eq = equal_learning_lines(metrics)
     out.append(("Methods at equal learning", "list", eq or
                 ["Needs two trained models with learning lines (set train.snapshot_every to keep checkpoints)."]))
+    tr_header, tr_rows = trajectory_rows(metrics)
+    if tr_rows:
+        out.append(("Along training: each snapshot on dev and test (choose the stopping point on dev)", "table",
+                    (tr_header, tr_rows)))
     out.append(("Learning vs forgetting", "images", [("scatter.png", "learning versus forgetting"),
                                                      ("kinds.png", "accuracy by probe kind")]))
     out.append(("Per probe", "table", per_probe_rows(metrics)))
