@@ -202,6 +202,10 @@ class SynthArgs(LLMArgs):
     fact_heldout_share: float = Field(0.4, ge=0.0, lt=1.0)
     """Share of facts held out of fact_qa (seeded): only their restatements are trained, and their probes
     (kind fact_heldout) measure what restatements alone teach."""
+    fact_heldout_unit: Literal["fact", "row"] = "fact"
+    """What the held-out split draws: each 'fact', or each table 'row' (all periods of a line item
+    together, so a held-out probe's same-line-item distractors are not QA-trained values).
+    Measured on Costco: docs/results.md, "Held out by row"."""
     fact_statement_templates: list[str] = Field(default_factory=lambda: list(FACT_STATEMENT_TEMPLATES), min_length=1)
     """restate wordings, with {entity}, {attribute}, {period} and {value}."""
     fact_question_templates: list[str] = Field(default_factory=lambda: list(FACT_QUESTION_TEMPLATES), min_length=1)

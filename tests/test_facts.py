@@ -72,6 +72,23 @@ def test_split_is_seeded_and_a_figure_shares_its_split_across_tables():
     assert {f.split for f in a} == {"qa"}
 
 
+def test_split_by_row_holds_out_whole_line_items_and_a_shared_figure_stays_qa():
+    rows = [f"Line item {i} — 2022: {1000 + 10 * i}; 2021: {2000 + 10 * i}; 2020: {3000 + 10 * i}" for i in range(40)]
+    text = "\n".join(rows + ["Copy of item 0 — 2022: 1000; 2021: 9999"])
+    facts = build_facts([chunk(text)], 0.4, seed=0, heldout_unit="row")
+    by_row: dict[str, set] = {}
+    for f in facts:
+        by_row.setdefault(f.row_id, set()).add(f.split)
+    shared = [f for f in facts if f.value == "1000"]
+    assert all(len(s) == 1 for r, s in by_row.items() if r not in {f.row_id for f in shared})  # line items whole
+    assert 0.2 < sum(s == {"heldout"} for s in by_row.values()) / len(by_row) < 0.6
+    assert len({f.split for f in shared}) == 1  # one figure in two rows: one split
+    if by_row[shared[0].row_id] == {"qa"}:
+        assert shared[1].split == "qa"
+    assert [f.split for f in facts] == [f.split for f in build_facts([chunk(text)], 0.4, seed=0, heldout_unit="row")]
+    fact_wise = build_facts([chunk(text)], 0.4, seed=0)
+    assert any(len({f.split for f in fact_wise if f.row_id == r}) > 1 for r in by_row)  # per fact, rows are mixed
+
 def test_names_as_printed_and_as_asked():
     assert short_name("Costco Wholesale Corporation") == "Costco"
     assert short_name("Corvane Hydrosystems, Inc.") == "Corvane"

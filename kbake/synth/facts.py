@@ -195,14 +195,31 @@ def seeded_share(key: str) -> float:
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
 
 
-def assign_split(facts: list[Fact], heldout_share: float, seed: int) -> None:
-    """Mark about `heldout_share` of the facts 'heldout', seeded; facts with the same figure
-    in the same period and document share a split (one figure printed in two tables)."""
+def assign_split(facts: list[Fact], heldout_share: float, seed: int, unit: str = "fact") -> None:
+    """Mark about `heldout_share` of the facts 'heldout', seeded, per fact or per table row
+    (`unit`). Facts with the same figure in the same period and document share a split (one
+    figure printed in two tables); per row, such a figure is 'qa' when any of its copies is, so
+    no held-out fact is trained as QA under another name.
+
+    Per row, a held-out probe's same-line-item distractors (its other periods) are held out
+    too; per fact they are mostly QA-trained values, which training makes the model prefer for
+    any question about that line item, so a held-out probe then measures that interference as
+    well as what restatements teach."""
+    if unit == "fact":
+        for f in facts:
+            f.split = "heldout" if seeded_share(f"{seed}|{f.doc_name}|{f.period}|{digits(f.value)}") < heldout_share else "qa"
+        return
+    if unit != "row":
+        raise ValueError(f"synth.fact_heldout_unit: {unit!r} is not 'fact' or 'row'")
     for f in facts:
-        f.split = "heldout" if seeded_share(f"{seed}|{f.doc_name}|{f.period}|{digits(f.value)}") < heldout_share else "qa"
+        f.split = "heldout" if seeded_share(f"{seed}|{f.doc_name}|row|{f.row_index}") < heldout_share else "qa"
+    trained = {(f.doc_id, f.period, digits(f.value)) for f in facts if f.split == "qa"}
+    for f in facts:
+        if (f.doc_id, f.period, digits(f.value)) in trained:
+            f.split = "qa"
 
 
-def build_facts(chunks: list[dict], heldout_share: float, seed: int) -> list[Fact]:
+def build_facts(chunks: list[dict], heldout_share: float, seed: int, heldout_unit: str = "fact") -> list[Fact]:
     """Every table fact of the chunks, deduplicated (same document, attribute, column,
     period and value), with ids and the seeded QA/held-out split."""
     facts, seen = [], set()
@@ -217,7 +234,7 @@ def build_facts(chunks: list[dict], heldout_share: float, seed: int) -> list[Fac
             seen.add(key)
             f.fact_id = f"fact-{len(facts) + 1:05d}"
             facts.append(f)
-    assign_split(facts, heldout_share, seed)
+    assign_split(facts, heldout_share, seed, heldout_unit)
     names: dict[str, list[str]] = {}
     for f in facts:
         names.setdefault(f.table, [])

@@ -49,7 +49,8 @@ class SynthContext:
             from kbake.synth import prose
 
             chunks = [c for cs in self.by_doc.values() for c in cs]
-            self.fact_table = fact_table.build_facts(chunks, self.args.fact_heldout_share, self.seed)
+            self.fact_table = fact_table.build_facts(chunks, self.args.fact_heldout_share, self.seed,
+                                                     self.args.fact_heldout_unit)
             if self.args.fact_prose:
                 self.fact_table += prose.prose_facts(chunks, self.args.fact_heldout_share, self.seed,
                                                      start=len(self.fact_table))
