@@ -423,7 +423,7 @@ def report(
 
     try:
         md = compare_runs(runs)
-    except FileNotFoundError as e:
+    except (FileNotFoundError, ValueError) as e:
         _fail(str(e))
     typer.echo(md)
     if out:

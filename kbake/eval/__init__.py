@@ -36,13 +36,14 @@ from kbake.eval.general_eval import load_set, novel_passages
 from kbake.eval.intervals import paired_bootstrap, what_it_detects
 from kbake.eval.model_scores import EvalData, evaluate_model, mean, memory_diagnostics, option_order, probe_kinds, score_probes
 from kbake.eval.rag import is_hit, load_index
+from kbake.eval.results import load_metrics
 from kbake.eval.seeds import pool_seeds
 from kbake.eval.updates import newest_documents
 from kbake.models.generate import SHORT_ANSWER_SUFFIX
 from kbake.run import RunDir, atomic_write_json, atomic_write_parquet, make_private_dir, provenance, read_chunks, read_probes, save_stage
 from kbake.sample import general_paragraphs, general_questions
 
-__all__ = ["SHORT_ANSWER_SUFFIX", "EvalData", "evaluate", "evaluate_model", "item_rows", "memory_diagnostics",
+__all__ = ["SHORT_ANSWER_SUFFIX", "EvalData", "evaluate", "evaluate_model", "item_rows", "load_metrics", "memory_diagnostics",
            "option_order", "score_probes", "snapshots", "trained_models"]
 """What benchmarks and other programs use; the rest lives in the modules named above."""
 
@@ -172,6 +173,7 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
         del m["per_probe"], m["_items"]
     make_private_dir(run.eval_dir)
     atomic_write_json(run.eval_dir / "metrics.json", metrics)
+    load_metrics(run.eval_dir / "metrics.json")  # the file as written fits its types (kbake.eval.results)
     atomic_write_parquet(run.eval_dir / "items.parquet", pa.Table.from_pylist(item_rows(metrics)))
     write_report(run.eval_dir, metrics)
     save_stage(run, "eval", {**metrics["provenance"], "models": names})

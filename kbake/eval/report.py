@@ -9,11 +9,11 @@ from __future__ import annotations
 import base64
 import functools
 import io
-import json
 import re
 from pathlib import Path
 
 from kbake.eval.decide import decide, equal_learning, findings
+from kbake.eval.results import load_metrics
 from kbake.run import atomic_write_bytes, atomic_write_text
 
 COLUMNS = ["model", "method", "closed-book acc", "paraphrase acc", "verbatim acc", "fact-QA acc", "fact held-out acc", "margin", "dev acc",
@@ -564,6 +564,6 @@ def compare_runs(run_folders: list[Path]) -> str:
         path = Path(r) / "eval" / "metrics.json"
         if not path.exists():
             raise FileNotFoundError(f"{path}: no eval results; run `kbake eval --run {r}` first")
-        metrics = json.loads(path.read_text())
+        metrics = load_metrics(path)
         rows += [[str(r), *row] for row in table_rows(metrics)]
     return markdown_table(rows, ["run", *COLUMNS])
