@@ -172,6 +172,12 @@ def test_report_has_every_section(tmp_path, tiny_model, embedder):
     n_dev = sum(p["split"] == "dev" and p["kind"] == "paraphrase" for p in metrics["per_probe"])
     assert n_dev > 0 and all(p["dev_learning"]["n"] == n_dev for p in traj)
     assert traj[-1]["dev_learning"]["diff"] == pytest.approx(lora["vs_base"]["dev_closed_book_paraphrase"]["diff"])
+    # and every probe kind at each point, test and dev (held-out facts beside QA-trained ones)
+    kinds = set(metrics["probes"]["kinds"])
+    assert all(set(p["by_kind"]) == kinds for p in traj)
+    assert all(p["by_kind"]["paraphrase"]["test"] == p["learning"] for p in traj)
+    for k in kinds:
+        assert traj[-1]["by_kind"][k]["dev"]["diff"] == pytest.approx(lora["vs_base"][f"dev_closed_book_{k}"]["diff"])
     html = (run.eval_dir / "report.html").read_text()
     for section in ["Results", "General-eval accuracy per set", "ARC-Easy", "HellaSwag", "What the numbers say",
                     "Methods at equal learning", "Learning vs forgetting", "Per probe", "trained+RAG acc",

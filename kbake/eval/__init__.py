@@ -195,16 +195,21 @@ def item_rows(metrics: dict) -> list[dict]:
 def _trajectory(folder: Path, final: dict, data: EvalData, args, precision: str, base_items: dict, seed: int,
                 progress: bool) -> list[dict]:
     """The learning (test, and dev to choose the stopping point on) and general-eval change at each
-    snapshot, then at the final model."""
+    snapshot, then at the final model; `by_kind` has the test and dev change of every probe kind
+    (held-out facts beside QA-trained ones)."""
     key = learning_kind(data.probes)
     lkey = f"closed_book_{key}" if key else "closed_book"
-    dev = [i for i, p in enumerate(data.probes) if p.split == "dev" and (key is None or p.kind == key)]
+    kinds = probe_kinds(data.probes)
 
-    def dev_change(closed: list[dict]) -> dict | None:
+    def dev_change(closed: list[dict], kind: str | None = key) -> dict | None:
+        dev = [i for i, p in enumerate(data.probes) if p.split == "dev" and (kind is None or p.kind == kind)]
         if not dev:
             return None
         return paired_bootstrap([float(base_items["closed"][i]["correct"]) for i in dev],
                                 [float(closed[i]["correct"]) for i in dev], seed=seed)
+
+    def by_kind(test_changes: dict, closed: list[dict]) -> dict:
+        return {k: {"test": test_changes.get(f"closed_book_{k}"), "dev": dev_change(closed, k)} for k in kinds}
 
     points = []
     for step, snap in (snapshots(folder) if args.snapshots else []):
@@ -214,11 +219,12 @@ def _trajectory(folder: Path, final: dict, data: EvalData, args, precision: str,
         gc.collect()
         ch = changes(res["_items"], base_items, data.probes, seed)
         points.append({"step": step, "learning": ch.get(lkey), "dev_learning": dev_change(res["_items"]["closed"]),
-                       "general_eval": ch.get("general_eval"),
+                       "general_eval": ch.get("general_eval"), "by_kind": by_kind(ch, res["_items"]["closed"]),
                        "updates": (res.get("updates") or {}).get("closed_book"), "eval_seconds": res["eval_seconds"]})
     points.append({"step": final.get("steps"), "learning": final["vs_base"].get(lkey),
                    "dev_learning": dev_change(final["_items"]["closed"]),
-                   "general_eval": final["vs_base"].get("general_eval")})
+                   "general_eval": final["vs_base"].get("general_eval"),
+                   "by_kind": by_kind(final["vs_base"], final["_items"]["closed"])})
     return points
 
 

@@ -66,6 +66,8 @@ class TrajectoryPoint(_Strict):
     """Dev change of the learning kind: what the stopping point (epochs) is chosen on."""
     general_eval: Change | None
     """General-eval accuracy change against the base (forgetting)."""
+    by_kind: dict[str, dict[str, Change | None]] | None = None
+    """Per probe kind, {test, dev}: the change against the base (held-out facts beside QA-trained ones)."""
     updates: dict | None = None
     """Outcome shares on update probes, when the run has dated changes."""
     eval_seconds: float | None = None
