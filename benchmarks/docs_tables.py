@@ -75,7 +75,26 @@ def retrieval_dev(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS = {"fact_seeds": fact_seeds, "retrieval_dev": retrieval_dev}
+def trajectory(data: dict) -> str:
+    """benchmarks/trajectory.py's output: per snapshot, each probe kind's dev and test change and
+    the general-eval change (epochs are chosen on the dev columns)."""
+    kinds = [k for k in ("fact_qa", "fact_heldout", "paraphrase") if k in data["n_test"]] + \
+        sorted(k for k in data["n_test"] if k not in KIND_NAMES)
+    head = ["step (epoch)"] + [f"{k} {s}" for k in kinds for s in ("dev", "test")] + ["general-eval"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for p in data["points"]:
+        cells = [f"{p['step']} ({p['epoch']:g})" if p.get("epoch") is not None else str(p["step"])]
+        for k in kinds:
+            v = p["kinds"].get(k) or {}
+            cells += [change_text(v.get("dev")), change_text(v.get("test"))]
+        cells.append(change_text(p.get("general_eval")))
+        lines.append("| " + " | ".join(cells) + " |")
+    base = ", ".join(f"{k} {100 * data['base_closed'][k]:.1f}% (RAG {100 * data['base_rag'][k]:.1f}%)"
+                     for k in kinds if data["base_closed"].get(k) is not None and data["base_rag"].get(k) is not None)
+    return "\n".join(lines) + f"\n\nBase, closed book on test: {base}.\n"
+
+
+RENDERERS = {"fact_seeds": fact_seeds, "retrieval_dev": retrieval_dev, "trajectory": trajectory}
 
 
 def render(text: str) -> str:
