@@ -178,6 +178,7 @@ def test_report_has_every_section(tmp_path, tiny_model, embedder):
     assert all(p["by_kind"]["paraphrase"]["test"] == p["learning"] for p in traj)
     for k in kinds:
         assert traj[-1]["by_kind"][k]["dev"]["diff"] == pytest.approx(lora["vs_base"][f"dev_closed_book_{k}"]["diff"])
+    assert all(f"{k} dev" in (run.eval_dir / "report.md").read_text() for k in kinds - {"paraphrase"})  # 'Along training'
     html = (run.eval_dir / "report.html").read_text()
     for section in ["Results", "General-eval accuracy per set", "ARC-Easy", "HellaSwag", "What the numbers say",
                     "Methods at equal learning", "Learning vs forgetting", "Per probe", "trained+RAG acc",

@@ -274,16 +274,22 @@ def update_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
 
 def trajectory_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
     """Per model that kept snapshots: the change at each snapshot and at the end, on dev (where
-    the stopping point is chosen) and on test (what is reported); empty without snapshots."""
-    header = ["model", "step", "dev change (learning kind)", "test change (learning kind)", "general-eval change"]
+    the stopping point is chosen) and on test (what is reported), for the learning kind and then
+    each other probe kind (held-out facts); empty without snapshots."""
+    learning = metrics["probes"].get("learning_kind")
+    others = [k for k in sorted(metrics["probes"].get("kinds") or {}) if k != learning]
+    header = ["model", "step", "dev change (learning kind)", "test change (learning kind)", "general-eval change",
+              *(f"{k} {s}" for k in others for s in ("dev", "test"))]
     rows = []
     for m in metrics["models"]:
         traj = m.get("trajectory") or []
         if len(traj) < 2:
             continue
         for pt in traj:
+            by_kind = pt.get("by_kind") or {}
             rows.append([m["name"], str(pt.get("step")), fmt_change(pt.get("dev_learning"), counts=True),
-                         fmt_change(pt.get("learning"), counts=True), fmt_change(pt.get("general_eval"))])
+                         fmt_change(pt.get("learning"), counts=True), fmt_change(pt.get("general_eval")),
+                         *(fmt_change((by_kind.get(k) or {}).get(s)) for k in others for s in ("dev", "test"))])
     return header, rows
 
 
