@@ -25,7 +25,7 @@ def scrub(x):
     return x
 
 
-def one_run(root, tiny_model, embedder) -> dict:
+def one_run(root, tiny_model, embedder, precision: str = "fp32") -> dict:
     rows = "".join(f"<tr><td>Line item {i}</td><td>{100 + 7 * i}.0</td><td>{90 + 5 * i}.0</td></tr>" for i in range(10))
     doc = root / "acme-2025.html"
     doc.parent.mkdir(parents=True)
@@ -39,10 +39,10 @@ def one_run(root, tiny_model, embedder) -> dict:
     make_fact_probes(rd, ProbesArgs(dev_share=0.3), sargs, seed=0)
     recipe = Recipe(seed=0, train=dict(method="lora", base_model=tiny_model, data=["restate", "fact_qa"], block_size=64,
                                        batch_size=4, max_steps=6, lr=1e-2, warmup_ratio=0.0, eval_every=1000,
-                                       save_every=1000, replay_ratio=0.2, precision="fp32"),
+                                       save_every=1000, replay_ratio=0.2, precision=precision),
                     eval=EvalArgs(base_model=tiny_model, general_paragraphs=2, general_questions=1, novel_passages=2,
                                   general_eval_items=4, general_eval_sets=["arc_easy"], short_answers=True,
-                                  short_answer_tokens=4, batch_size=8, precision="fp32"))
+                                  short_answer_tokens=4, batch_size=8, precision=precision))
     train(rd, recipe, progress=False)
     evaluate(rd, recipe, progress=False, embedder=embedder)
     return json.loads((rd.eval_dir / "metrics.json").read_text())
