@@ -80,7 +80,7 @@ def trajectory(data: dict) -> str:
     the general-eval change (epochs are chosen on the dev columns)."""
     kinds = [k for k in ("fact_qa", "fact_heldout", "paraphrase") if k in data["n_test"]] + \
         sorted(k for k in data["n_test"] if k not in KIND_NAMES)
-    head = ["step (epoch)"] + [f"{k} {s}" for k in kinds for s in ("dev", "test")] + ["general-eval"]
+    head = ["step (epoch)"] + [f"{k} {s}" for k in kinds for s in ("dev", "test")] + ["general-eval", "novel ppl"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for p in data["points"]:
         cells = [f"{p['step']} ({p['epoch']:g})" if p.get("epoch") is not None else str(p["step"])]
@@ -88,6 +88,8 @@ def trajectory(data: dict) -> str:
             v = p["kinds"].get(k) or {}
             cells += [change_text(v.get("dev")), change_text(v.get("test"))]
         cells.append(change_text(p.get("general_eval")))
+        ppl = p.get("novel_ppl")
+        cells.append(f"{100 * ppl['diff']:+.0f}% [{100 * ppl['lo']:+.0f}, {100 * ppl['hi']:+.0f}]" if ppl else "—")
         lines.append("| " + " | ".join(cells) + " |")
     base = ", ".join(f"{k} {100 * data['base_closed'][k]:.1f}% (RAG {100 * data['base_rag'][k]:.1f}%)"
                      for k in kinds if data["base_closed"].get(k) is not None and data["base_rag"].get(k) is not None)

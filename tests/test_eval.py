@@ -179,6 +179,9 @@ def test_report_has_every_section(tmp_path, tiny_model, embedder):
     for k in kinds:
         assert traj[-1]["by_kind"][k]["dev"]["diff"] == pytest.approx(lora["vs_base"][f"dev_closed_book_{k}"]["diff"])
     assert all(f"{k} dev" in (run.eval_dir / "report.md").read_text() for k in kinds - {"paraphrase"})  # 'Along training'
+    # and perplexity along training: the cost to the model's prose, at each snapshot as at the end
+    assert all(p["novel_ppl"]["n"] == metrics["general"]["novel_passages"] for p in traj)
+    assert traj[-1]["novel_ppl"] == lora["vs_base"]["novel_ppl"]
     html = (run.eval_dir / "report.html").read_text()
     for section in ["Results", "General-eval accuracy per set", "ARC-Easy", "HellaSwag", "What the numbers say",
                     "Methods at equal learning", "Learning vs forgetting", "Per probe", "trained+RAG acc",

@@ -220,11 +220,13 @@ def _trajectory(folder: Path, final: dict, data: EvalData, args, precision: str,
         ch = changes(res["_items"], base_items, data.probes, seed)
         points.append({"step": step, "learning": ch.get(lkey), "dev_learning": dev_change(res["_items"]["closed"]),
                        "general_eval": ch.get("general_eval"), "by_kind": by_kind(ch, res["_items"]["closed"]),
+                       "novel_ppl": ch.get("novel_ppl"), "replay_ppl": ch.get("replay_ppl"),
                        "updates": (res.get("updates") or {}).get("closed_book"), "eval_seconds": res["eval_seconds"]})
     points.append({"step": final.get("steps"), "learning": final["vs_base"].get(lkey),
                    "dev_learning": dev_change(final["_items"]["closed"]),
                    "general_eval": final["vs_base"].get("general_eval"),
-                   "by_kind": by_kind(final["vs_base"], final["_items"]["closed"])})
+                   "by_kind": by_kind(final["vs_base"], final["_items"]["closed"]),
+                   "novel_ppl": final["vs_base"].get("novel_ppl"), "replay_ppl": final["vs_base"].get("replay_ppl")})
     return points
 
 

@@ -94,7 +94,7 @@ def evaluate_model(name: str, model, tok, data: EvalData, args, base=None, progr
                    snapshot: bool = False) -> dict:
     """Every number of one model; `base` None means this is the base model (KL 0 by definition).
     A `snapshot` gets only what the learning-vs-forgetting line and a choice of epochs need:
-    closed book on every probe (dev chooses, test reports) and the general-eval sets. Per-item
+    closed book on every probe (dev chooses, test reports), the general-eval sets and perplexity. Per-item
     results are under "_items" (for the intervals)."""
     t0 = time.perf_counter()
     parts: dict[str, float] = {}  # seconds per part: where a model's eval time goes
@@ -118,6 +118,12 @@ def evaluate_model(name: str, model, tok, data: EvalData, args, base=None, progr
         res["general_eval"] = general_eval_stats(items["general_eval"])
         lap("general_eval")
     if snapshot:
+        # perplexity on the novel and the replay domain (without KL: no base forward), ~10 s a
+        # model: along training, the cost to the model's prose shows before accuracy moves
+        for text, seqs in (("replay", data.replay_seqs), ("novel", data.novel_seqs)):
+            r = general_nll_and_kl(model, None, seqs, args.batch_size, tok.pad_token_id)
+            items[f"{text}_nll"], items[f"{text}_tokens"] = r["seq_nll"], r["seq_tokens"]
+        lap("perplexity")
         res["_items"] = items
         res["eval_seconds"] = round(time.perf_counter() - t0, 1)
         res["eval_parts"] = parts

@@ -279,7 +279,7 @@ def trajectory_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
     learning = metrics["probes"].get("learning_kind")
     others = [k for k in sorted(metrics["probes"].get("kinds") or {}) if k != learning]
     header = ["model", "step", "dev change (learning kind)", "test change (learning kind)", "general-eval change",
-              *(f"{k} {s}" for k in others for s in ("dev", "test"))]
+              "novel ppl change", *(f"{k} {s}" for k in others for s in ("dev", "test"))]
     rows = []
     for m in metrics["models"]:
         traj = m.get("trajectory") or []
@@ -289,6 +289,7 @@ def trajectory_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
             by_kind = pt.get("by_kind") or {}
             rows.append([m["name"], str(pt.get("step")), fmt_change(pt.get("dev_learning"), counts=True),
                          fmt_change(pt.get("learning"), counts=True), fmt_change(pt.get("general_eval")),
+                         fmt_change(pt.get("novel_ppl"), unit="%"),
                          *(fmt_change((by_kind.get(k) or {}).get(s)) for k in others for s in ("dev", "test"))])
     return header, rows
 

@@ -68,6 +68,10 @@ class TrajectoryPoint(_Strict):
     """General-eval accuracy change against the base (forgetting)."""
     by_kind: dict[str, dict[str, Change | None]] | None = None
     """Per probe kind, {test, dev}: the change against the base (held-out facts beside QA-trained ones)."""
+    novel_ppl: Change | None = None
+    """Perplexity change on the novel (a ratio minus one): the cost to general prose."""
+    replay_ppl: Change | None = None
+    """Perplexity change on held-out Wikipedia, the replay domain."""
     updates: dict | None = None
     """Outcome shares on update probes, when the run has dated changes."""
     eval_seconds: float | None = None
