@@ -96,7 +96,22 @@ def trajectory(data: dict) -> str:
     return "\n".join(lines) + f"\n\nBase, closed book on test: {base}.\n"
 
 
-RENDERERS = {"fact_seeds": fact_seeds, "retrieval_dev": retrieval_dev, "trajectory": trajectory}
+def heldout_choices(data: dict) -> str:
+    """benchmarks/heldout_choices.py's output: per probe kind and split, accuracy and the share of
+    answers that are a QA-trained value of the same line item, base and trained, with the change."""
+    lines = ["| probes | n | with a QA-trained same-row distractor | model | accuracy | chose a QA-trained same-row value "
+             "| change against the base |",
+             "|---|---|---|---|---|---|---|"]
+    for key, cell in data["table"].items():
+        kind, split = key.split("/")
+        for name, c in ((k, v) for k, v in cell.items() if isinstance(v, dict)):
+            lines.append(f"| {KIND_NAMES.get(kind, kind)}, {split} | {cell['n']} | {cell['has_qa_sibling_distractor']} | {name} | "
+                         f"{100 * c['acc']:.1f}% | {100 * c['chose_qa_sibling']:.1f}% | {change_text(c['chose_qa_sibling_change'])} |")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS = {"fact_seeds": fact_seeds, "retrieval_dev": retrieval_dev, "trajectory": trajectory,
+             "heldout_choices": heldout_choices}
 
 
 def render(text: str) -> str:

@@ -23,9 +23,12 @@ def sweep(metrics: dict, name: str, steps_per_epoch: float | None) -> dict:
         raise SystemExit(f"no model {name!r} with a trajectory in this metrics.json")
     base = metrics["models"][0]
     kinds = sorted(metrics["probes"]["kinds"])
+    traj = model["trajectory"]
+    # the last point is the final model: its perplexity change is the model's own (older evals kept none per point)
     points = [{"step": p["step"], "epoch": round(p["step"] / steps_per_epoch, 2) if steps_per_epoch and p["step"] else None,
-               "kinds": p.get("by_kind") or {}, "general_eval": p.get("general_eval"), "novel_ppl": p.get("novel_ppl")}
-              for p in model["trajectory"]]
+               "kinds": p.get("by_kind") or {}, "general_eval": p.get("general_eval"),
+               "novel_ppl": p.get("novel_ppl") or (model["vs_base"].get("novel_ppl") if i == len(traj) - 1 else None)}
+              for i, p in enumerate(traj)]
     return {"model": name, "method": model.get("method"), "train_seconds": model.get("train_seconds"),
             "base_closed": {k: base["closed_book"].get(f"acc_{k}") for k in kinds},
             "base_rag": {k: (base.get("rag") or {}).get(f"acc_{k}") for k in kinds},
