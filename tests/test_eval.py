@@ -182,6 +182,7 @@ def test_report_has_every_section(tmp_path, tiny_model, embedder):
     # and perplexity along training: the cost to the model's prose, at each snapshot as at the end
     assert all(p["novel_ppl"]["n"] == metrics["general"]["novel_passages"] for p in traj)
     assert traj[-1]["novel_ppl"] == lora["vs_base"]["novel_ppl"]
+    assert "novel perplexity change" in (run.eval_dir / "report.md").read_text().split("Bake or retrieve?")[1]  # beside the verdict
     html = (run.eval_dir / "report.html").read_text()
     for section in ["Results", "General-eval accuracy per set", "ARC-Easy", "HellaSwag", "What the numbers say",
                     "Methods at equal learning", "Learning vs forgetting", "Per probe", "trained+RAG acc",

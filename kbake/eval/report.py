@@ -320,6 +320,9 @@ def advice(metrics: dict) -> list[str]:
     why = (f"{best['name']}, {chosen}: learning {fmt_change(d['learning'])} points, closed book "
            f"{_pct(best['closed_book']['acc'])} vs RAG {_pct(rag)}, trained+RAG {_pct(best['rag']['acc'])}, "
            f"general-eval change {fmt_change(d['forgetting'])}")
+    ppl = (best.get("vs_base") or {}).get("novel_ppl")
+    if ppl:  # not a rule (accuracy decides), but a model whose prose moved far should say so beside the verdict
+        why += f", novel perplexity change {fmt_change(ppl, unit='%', digits=0)}"
     if d["closed_minus_rag"]:
         why += (f"; closed book minus RAG {fmt_change(d['closed_minus_rag'])}, trained+RAG minus RAG "
                 f"{fmt_change(d['both_minus_rag'])}")
