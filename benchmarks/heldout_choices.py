@@ -21,6 +21,8 @@ from pathlib import Path
 import pandas as pd
 
 from kbake.eval.intervals import paired_bootstrap
+from kbake.eval.report import fmt_change
+from kbake.synth.facts import digits as _num  # a value's number without its unit ('$8,861 million' -> '8861')
 
 
 def qa_sibling_values(facts: pd.DataFrame) -> dict[str, set[str]]:
@@ -58,11 +60,6 @@ def choice_table(metrics: dict, facts: pd.DataFrame, probes: dict[str, dict]) ->
     return out
 
 
-def _num(value: str) -> str:
-    """The digits of a value ('$8,861 million' -> '8861'): distractors carry the answer's unit."""
-    return "".join(ch for ch in value if ch.isdigit() or ch == ".")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("metrics", type=Path)
@@ -81,7 +78,7 @@ def main() -> None:
         print(f"{key}: n {cell['n']}, a QA-trained same-row value among the distractors: {cell['has_qa_sibling_distractor']}")
         for name in [m["name"] for m in metrics["models"]]:
             c, ch = cell[name], cell[name]["chose_qa_sibling_change"]
-            extra = f" change {100 * ch['diff']:+.1f} [{100 * ch['lo']:+.1f}, {100 * ch['hi']:+.1f}]" if ch else ""
+            extra = f" change {fmt_change(ch)}" if ch else ""
             print(f"  {name:14s} acc {100 * c['acc']:5.1f}%  chose a QA-trained same-row value {100 * c['chose_qa_sibling']:5.1f}%{extra}")
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,8 @@ import json
 import platform
 from pathlib import Path
 
+from kbake.eval.report import fmt_change as _c
+
 
 def sweep(metrics: dict, name: str, steps_per_epoch: float | None) -> dict:
     model = next((m for m in metrics["models"] if m["name"] == name), None)
@@ -52,10 +54,6 @@ def main() -> None:
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_text(json.dumps(res, indent=1) + "\n")
-
-
-def _c(c: dict | None) -> str:
-    return "—" if not c else f"{100 * c['diff']:+.1f} [{100 * c['lo']:+.1f}, {100 * c['hi']:+.1f}]"
 
 
 if __name__ == "__main__":
