@@ -52,6 +52,25 @@ def test_auto_follows_the_capability_check(monkeypatch):
         resolve_precision("int8", "cpu")
 
 
+def test_a_bf16_flag_alone_does_not_choose_bf16(monkeypatch):
+    """The flag is necessary, not sufficient: a Xeon reporting AVX512-BF16 ran bf16 matmuls at
+    0.47x float32 (2026-12-06), so auto needs the measured speedup too."""
+    choose = precision.cpu_native_bf16.__wrapped__  # uncached
+    monkeypatch.setattr(precision, "cpu_bf16_flag", lambda: True)
+    monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda: 0.47)
+    assert choose() is False
+    monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda: 2.7)
+    assert choose() is True
+    monkeypatch.setattr(precision, "cpu_bf16_flag", lambda: False)
+    assert choose() is False  # no flag: emulated bf16, whatever a timing says
+
+
+def test_the_bf16_speedup_is_measured():
+    # A ratio of two real timings: positive and finite; its value depends on the machine.
+    r = precision.cpu_bf16_speedup.__wrapped__(tokens=64, width=32, hidden=48, reps=2)
+    assert 0 < r < 100
+
+
 @CPU_ONLY
 def test_a_cpu_without_native_bf16_trains_evaluates_and_generates_in_fp32(tmp_path, tiny_model, no_native_bf16):
     from kbake.eval import evaluate
