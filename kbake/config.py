@@ -78,6 +78,21 @@ FACT_QUESTION_TEMPLATES = [
     "What {attribute} did {entity} have for {period}?",
 ]
 
+# Year binding (docs/results.md, "Held out by row": trained models pick another year's value of the
+# right line item): a fact stated beside another period of its row, and its value asked back for its period.
+# {other_period} and {other_value} are the other period's; a year question's answer is the period.
+FACT_CONTRAST_TEMPLATES = [
+    "{entity}'s {attribute} was {value} in {period} and {other_value} in {other_period}.",
+    "In {period}, {entity}'s {attribute} was {value}; in {other_period}, it was {other_value}.",
+    "{entity}'s {attribute}: {value} for {period}, against {other_value} for {other_period}.",
+    "Not to be confused with {other_period} ({other_value}): {entity}'s {attribute} for {period} was {value}.",
+]
+FACT_YEAR_QUESTION_TEMPLATES = [
+    "In which fiscal year was {entity}'s {attribute} {value}?",
+    "For which period did {entity} report {attribute} of {value}?",
+    "{entity} had {attribute} of {value} in which fiscal year?",
+]
+
 PROSE_STATEMENT_TEMPLATES = [
     "{sentence}",
     "According to {entity}: {sentence}",
@@ -206,6 +221,17 @@ class SynthArgs(LLMArgs):
     """What the held-out split draws: each 'fact', or each table 'row' (all periods of a line item
     together, so a held-out probe's same-line-item distractors are not QA-trained values).
     Measured on Costco: docs/results.md, "Held out by row"."""
+    fact_year_contrasts: int = Field(0, ge=0, le=50)
+    """restate: statements per table fact that pair it with another period of its line item ("… was $X in
+    fiscal 2022 and $Y in fiscal 2021"), each with another period where the row has one; 0 writes none."""
+    fact_year_questions: int = Field(0, ge=0, le=50)
+    """fact_qa: questions per fact of split 'qa' that give its value and ask its period ("In which fiscal year
+    was … $X?"; answer 'fiscal 2022'); skipped where the row has the same value in another period."""
+    fact_contrast_templates: list[str] = Field(default_factory=lambda: list(FACT_CONTRAST_TEMPLATES), min_length=1)
+    """fact_year_contrasts wordings: {entity}, {attribute}, {period}, {value}, {other_period}, {other_value}."""
+    fact_year_question_templates: list[str] = Field(default_factory=lambda: list(FACT_YEAR_QUESTION_TEMPLATES),
+                                                    min_length=1)
+    """fact_year_questions wordings: {entity}, {attribute}, {value}."""
     fact_statement_templates: list[str] = Field(default_factory=lambda: list(FACT_STATEMENT_TEMPLATES), min_length=1)
     """restate wordings, with {entity}, {attribute}, {period} and {value}."""
     fact_question_templates: list[str] = Field(default_factory=lambda: list(FACT_QUESTION_TEMPLATES), min_length=1)

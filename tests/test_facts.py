@@ -13,7 +13,16 @@ from kbake.config import FACT_PROBE_TEMPLATES, FACT_QUESTION_TEMPLATES, IngestAr
 from kbake.ingest import ingest
 from kbake.run import RunDir, read_items, read_probes
 from kbake.synth import corpus_stats, make_fact_probes, synth
-from kbake.synth.augment import fact_probes, fact_qa, like, period_names, restatements, row_passages
+from kbake.synth.augment import (
+    fact_probes,
+    fact_qa,
+    like,
+    period_names,
+    restatements,
+    row_passages,
+    year_contrasts,
+    year_questions,
+)
 from kbake.synth.facts import assign_split, build_facts, phrase, row_facts, short_name
 
 ROWS = [
@@ -117,6 +126,41 @@ def test_fact_qa_covers_only_the_qa_split():
     assert held and all(it.id.split("-")[1] + "-" + it.id.split("-")[2] not in held for it in qa)
     assert len(qa) == 3 * sum(f.split == "qa" for f in facts)
     assert all(it.answer in {f.value for f in facts} and it.question.endswith(("?", ".")) for it in qa)
+
+
+def test_year_contrasts_pair_a_fact_with_another_period_of_its_row():
+    facts = build_facts([chunk("\n".join(ROWS))], 0.4, seed=0)
+    args = SynthArgs()
+    assert year_contrasts(facts, 0, args.fact_contrast_templates, seed=0) == []
+    items = year_contrasts(facts, 2, args.fact_contrast_templates, seed=0)
+    by_row = {}
+    for f in facts:
+        by_row.setdefault(f.row_id, []).append(f)
+    multi = [f for fs in by_row.values() if len(fs) > 1 for f in fs]
+    assert len(items) == 2 * len(multi)  # every fact of a row with two or more periods, none of a one-period row
+    net22 = next(f for f in facts if f.value == "$222,730 million")
+    texts = [it.text for it in items if it.id.startswith(f"restate-{net22.fact_id}-c")]
+    assert len(texts) == 2
+    for t in texts:  # the fact's value with its own year, and another year's value of the same line item
+        assert "$222,730 million" in t and ("2022" in t or "August 28" in t)
+        assert "$192,052 million" in t or "$163,220 million" in t
+        assert "Membership" not in t and "4,224" not in t
+    assert items == year_contrasts(facts, 2, args.fact_contrast_templates, seed=0)  # seeded
+
+
+def test_year_questions_ask_a_qa_facts_period_and_never_a_held_out_one():
+    facts = build_facts([chunk("\n".join(ROWS))], 0.4, seed=0)
+    args = SynthArgs()
+    items = year_questions(facts, 2, args.fact_year_question_templates, seed=0)
+    qa = {f.fact_id: f for f in facts if f.split == "qa"}
+    assert items and all(it.id.rsplit("-", 1)[0].removeprefix("fact_qa-") in qa for it in items)
+    for it in items:
+        f = qa[it.id.rsplit("-", 1)[0].removeprefix("fact_qa-")]
+        assert f.value in it.question and it.answer == f"fiscal {f.period}" and it.question.endswith("?")
+    # a value that repeats across a row's periods has two answers: no question
+    same = build_facts([chunk("Stores — 2022: 838; 2021: 838; 2020: 795")], 0.0, seed=0)
+    asked = {it.question for it in year_questions(same, 3, args.fact_year_question_templates, seed=0)}
+    assert asked and all("795" in q for q in asked)
 
 
 def test_probe_wordings_are_never_training_wordings():

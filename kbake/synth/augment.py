@@ -6,8 +6,10 @@ others (Allen-Zhu & Li 2023, "Physics of Language Models 3.1": ~10% vs ~97%, "mi
 training"). Everything here is written from `kbake/synth/facts.py`'s rows by templates, so
 it is correct by construction and costs no LLM call:
 - `restate`: K restatements of every fact (templates × how the entity and the period are
-  named), and passages that state a row's facts in shuffled orders;
-- `fact_qa`: QA pairs in several wordings for the facts of split 'qa' (never 'heldout');
+  named), passages that state a row's facts in shuffled orders, and (fact_year_contrasts)
+  statements pairing a fact with another period of its line item;
+- `fact_qa`: QA pairs in several wordings for the facts of split 'qa' (never 'heldout'), and
+  (fact_year_questions) questions that give the value and ask its period;
 - fact probes: one multiple-choice question per fact, in wordings no training template
   uses, with distractors from the same line item's other periods and neighbouring rows.
 """
@@ -112,6 +114,61 @@ def row_passages(facts: list[Fact], per_row: int, seed: int) -> list[SynthItem]:
             out.append(_item("restate", fs[0], n, "restate/row", text=text[0].upper() + text[1:],
                              chunk_ids=sorted({f.chunk_id for f in fs})))
             out[-1].id = f"restate-{row_id}-row{n}"
+    return out
+
+
+def _by_row(facts: list[Fact]) -> dict[str, list[Fact]]:
+    rows: dict[str, list[Fact]] = defaultdict(list)
+    for f in facts:
+        if f.source == "table":
+            rows[f.row_id].append(f)
+    return rows
+
+
+def year_contrasts(facts: list[Fact], k: int, templates: list[str], seed: int) -> list[SynthItem]:
+    """`k` statements per table fact that pair it with another period of the same line item, so
+    the year and the value are learned side by side (a trained model otherwise picks another
+    year's value of the right line item: docs/results.md, "Held out by row"). The other period
+    cycles through the row's others; a row of one period gets none."""
+    out = []
+    for fs in _by_row(facts).values():
+        for f in fs:
+            others = [g for g in fs if g.period != f.period and digits(g.value) != digits(f.value)]
+            if not others or k == 0:
+                continue
+            rng = random.Random(f"{seed}|{f.fact_id}|contrast")
+            order = list(templates)
+            rng.shuffle(order)
+            rng.shuffle(others)
+            for n in range(k):
+                g = others[n % len(others)]
+                text = order[n % len(order)].format(
+                    entity=rng.choice(entity_names(f)), attribute=_mid(phrase(f)), period=rng.choice(period_names(f)),
+                    value=f.value, other_period=rng.choice(period_names(g)), other_value=g.value)
+                out.append(_item("restate", f, n, "restate/contrast", text=text[0].upper() + text[1:],
+                                 chunk_ids=sorted({f.chunk_id, g.chunk_id})))
+                out[-1].id = f"restate-{f.fact_id}-c{n}"
+    return out
+
+
+def year_questions(facts: list[Fact], k: int, templates: list[str], seed: int) -> list[SynthItem]:
+    """`k` QA pairs per fact of split 'qa' that give the value and ask the period (answer
+    'fiscal 2022'): the reverse direction of fact_qa, binding the value to its year. Never for
+    held-out facts (their QA stays out of training in every direction), nor where the row has the
+    same value in another period (the question would have two answers)."""
+    out = []
+    for fs in _by_row(facts).values():
+        for f in fs:
+            if f.split != "qa" or k == 0 or any(g.period != f.period and digits(g.value) == digits(f.value) for g in fs):
+                continue
+            rng = random.Random(f"{seed}|{f.fact_id}|year")
+            order = list(templates)
+            rng.shuffle(order)
+            for n in range(min(k, len(order))):
+                q = order[n].format(entity=rng.choice(entity_names(f)), attribute=_mid(phrase(f)), value=f.value)
+                out.append(_item("fact_qa", f, n, "fact_qa/year", question=q[0].upper() + q[1:],
+                                 answer=period_names(f)[0]))
+                out[-1].id = f"fact_qa-{f.fact_id}-y{n}"
     return out
 
 
@@ -252,13 +309,15 @@ def generate_restate(ctx: SynthContext, rep: KindReport):
     facts, a = ctx.facts(), ctx.args
     made = restatements(facts, a.fact_restatements, a.fact_statement_templates, ctx.seed) + \
         row_passages(facts, a.fact_row_passages, ctx.seed) + \
+        year_contrasts(facts, a.fact_year_contrasts, a.fact_contrast_templates, ctx.seed) + \
         prose_restatements(facts, a.fact_restatements, a.prose_statement_templates, a.fact_row_passages, ctx.seed)
     return [(it, "") for it in made], [], 0
 
 
 def generate_fact_qa(ctx: SynthContext, rep: KindReport):
-    made = fact_qa(ctx.facts(), ctx.args.fact_qa_wordings, ctx.args.fact_question_templates, ctx.seed,
-                   ctx.args.prose_question_templates)
+    a = ctx.args
+    made = fact_qa(ctx.facts(), a.fact_qa_wordings, a.fact_question_templates, ctx.seed, a.prose_question_templates) + \
+        year_questions(ctx.facts(), a.fact_year_questions, a.fact_year_question_templates, ctx.seed)
     return [(it, "") for it in made], [], 0
 
 
