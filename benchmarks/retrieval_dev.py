@@ -5,6 +5,7 @@ interval of each retriever against the current default (`eval.retriever`).
 
     python benchmarks/retrieval_dev.py --run costco-fy2022=R22 --run costco-fy2021=R21 --run costco-fy2020=R20 \
         --sample --k 3 --out docs/data/retrieval-dev.json
+    ... --headers --out docs/data/retrieval-dev-headers.json   # each retriever also with chunk headers
 
 Each --run is NAME=FOLDER of a run with chunks and probes (`kbake ingest`, `kbake probes --facts`);
 --sample adds the shipped sample ingested with recipes/demo.yaml and its probes. Only dev probes
@@ -37,22 +38,27 @@ def family(probe) -> str:
     return "fact" if probe.kind.startswith("fact_") else "hand-written"
 
 
-def hits(run: RunDir, embedder: str, k: int) -> list[dict]:
-    """Per dev probe of the run: its family and, per retriever, whether a top-k chunk holds its source."""
+def hits(run: RunDir, embedder: str, k: int, headers: bool = False) -> list[dict]:
+    """Per dev probe of the run: its family and, per retriever, whether a top-k chunk holds its
+    source; with `headers`, also each retriever over chunks indexed with their contextual
+    header ('lexical+headers'; kbake/ingest/headers.py)."""
     probes = [p for p in read_probes(run.probes) if p.split == "dev"]
-    index, _ = load_index(run, embedder)
     rows = [{"id": p.id, "family": family(p)} for p in probes]
-    for retriever in RETRIEVERS:
-        found = index.search([p.question for p in probes], k, retriever)
-        for row, p, top in zip(rows, probes, found):
-            row[retriever] = any(is_hit(p, index.chunk_ids[i], index.texts[i]) for i in top)
+    for with_headers in (False, True) if headers else (False,):
+        index, _ = load_index(run, embedder, headers=with_headers)
+        for retriever in RETRIEVERS:
+            found = index.search([p.question for p in probes], k, retriever)
+            for row, p, top in zip(rows, probes, found):
+                row[retriever + ("+headers" if with_headers else "")] = \
+                    any(is_hit(p, index.chunk_ids[i], index.texts[i]) for i in top)
     return rows
 
 
 def summary(rows: list[dict], default: str, seed: int = 0) -> dict:
     """Recall per retriever and each retriever's paired change against `default`."""
-    out = {"n": len(rows), "recall": {r: sum(x[r] for x in rows) / len(rows) for r in RETRIEVERS}, "vs_default": {}}
-    for r in RETRIEVERS:
+    names = [r for r in rows[0] if r not in ("id", "family", "document")]
+    out = {"n": len(rows), "recall": {r: sum(x[r] for x in rows) / len(rows) for r in names}, "vs_default": {}}
+    for r in names:
         if r != default:
             out["vs_default"][r] = paired_bootstrap([float(x[default]) for x in rows], [float(x[r]) for x in rows], seed=seed)
     return out
@@ -64,6 +70,7 @@ def main() -> None:
     ap.add_argument("--sample", action="store_true", help="add the shipped sample (recipes/demo.yaml's chunks)")
     ap.add_argument("--recipe", default=str(ROOT / "recipes" / "filing.yaml"), help="its eval.embedder and retriever")
     ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--headers", action="store_true", help="also each retriever with contextual chunk headers")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
 
@@ -77,7 +84,7 @@ def main() -> None:
     default = recipe.eval.retriever
     rows = []
     for name, run in runs:
-        for row in hits(run, recipe.eval.embedder, a.k):
+        for row in hits(run, recipe.eval.embedder, a.k, a.headers):
             rows.append({"document": name, **row})
     groups = {}
     for fam in ("hand-written", "fact"):
@@ -86,15 +93,17 @@ def main() -> None:
             groups[fam] = {"all documents": summary(sel, default),
                            **{name: summary([r for r in sel if r["document"] == name], default)
                               for name, _ in runs if any(r["document"] == name for r in sel)}}
-    data = {"k": a.k, "default": default, "retrievers": list(RETRIEVERS), "groups": groups,
+    names = list(RETRIEVERS) + ([f"{r}+headers" for r in RETRIEVERS] if a.headers else [])
+    data = {"k": a.k, "default": default, "retrievers": names, "groups": groups,
             "provenance": {"command": "python benchmarks/retrieval_dev.py " + " ".join(
-                               [f"--run {r}" for r in a.run] + (["--sample"] if a.sample else []) + [f"--k {a.k}"]),
+                               [f"--run {r}" for r in a.run] + (["--sample"] if a.sample else []) + [f"--k {a.k}"]
+                               + (["--headers"] if a.headers else [])),
                            "git_hash": git_hash(), "date": datetime.now(UTC).isoformat(timespec="seconds"),
                            "machine": platform.processor() or platform.machine(), "embedder": recipe.eval.embedder},
             "rows": rows}
     for fam, g in groups.items():
         for doc, s in g.items():
-            print(f"{fam:12s} {doc:16s} n={s['n']:4d} " + "  ".join(f"{r} {100 * s['recall'][r]:5.1f}%" for r in RETRIEVERS))
+            print(f"{fam:12s} {doc:16s} n={s['n']:4d} " + "  ".join(f"{r} {100 * s['recall'][r]:5.1f}%" for r in names))
     if a.out:
         a.out.write_text(json.dumps(data, indent=1) + "\n")
 

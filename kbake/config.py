@@ -461,6 +461,10 @@ class EvalArgs(StageArgs):
     72.1% hybrid and 66.2% dense (benchmarks/retrieval.py)."""
     rag_k: int = Field(3, ge=1, le=50)
     """Chunks retrieved into the prompt for RAG."""
+    chunk_headers: bool = False
+    """Index each chunk with its document and section in front ("Costco Wholesale Corporation,
+    2022-08-28 — Item 7—… — RESULTS OF OPERATIONS"; kbake/ingest/headers.py), and give RAG the
+    chunks so: docs/results.md, "Chunk headers"."""
     short_answers: bool = True
     """Also generate short answers and score them by token F1 / exact match (slower than multiple choice)."""
     short_answer_tokens: int = Field(24, ge=1)

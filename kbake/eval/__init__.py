@@ -95,7 +95,7 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
     base, tok = load_causal_lm(args.base_model)
     cast_for_inference(base, precision)
 
-    index, rebuilt = load_index(run, args.embedder, embedder)
+    index, rebuilt = load_index(run, args.embedder, embedder, args.chunk_headers)
     hits = index.search([p.question for p in probes], args.rag_k, args.retriever)
     newest_hits = None
     chunks = read_chunks(run.chunks)

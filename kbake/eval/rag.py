@@ -11,32 +11,37 @@ import json
 
 import numpy as np
 
+from kbake.ingest.headers import with_headers
 from kbake.ingest.index import RETRIEVERS, RRF_K, ChunkIndex, fuse
 from kbake.run import RunDir, atomic_write_json, make_private_dir, read_chunks, sha256_file
 
 RAG_TEMPLATE = "Use the context to answer the question.\n\nContext:\n{context}\n\nQuestion: {question}"
 
 
-def load_index(run: RunDir, embedder_name: str, embedder=None) -> tuple[ChunkIndex, bool]:
-    """The run's chunk index and whether it was (re)built now."""
+def load_index(run: RunDir, embedder_name: str, embedder=None, headers: bool = False) -> tuple[ChunkIndex, bool]:
+    """The run's chunk index and whether it was (re)built now. With `headers`, each chunk is
+    indexed (and passed to RAG) with its document and section in front (kbake/ingest/headers.py)."""
     from kbake.models import load_embedder
 
     embedder = embedder or load_embedder(embedder_name)
     chunks = read_chunks(run.chunks)
+    texts = with_headers(chunks) if headers else [c["text"] for c in chunks]
     folder = run.eval_dir / "index"
     meta_path, vec_path = folder / "meta.json", folder / "embeddings.npy"
     want = {"chunks_sha256": sha256_file(run.chunks), "embedder": embedder_name}
+    if headers:
+        want["headers"] = True
     if meta_path.exists() and vec_path.exists() and json.loads(meta_path.read_text()) == want:
         vectors = np.load(vec_path)
-        return ChunkIndex([c["chunk_id"] for c in chunks], [c["text"] for c in chunks], vectors, embedder), False
-    vectors = embedder.encode([c["text"] for c in chunks], normalize_embeddings=True, convert_to_numpy=True,
+        return ChunkIndex([c["chunk_id"] for c in chunks], texts, vectors, embedder), False
+    vectors = embedder.encode(texts, normalize_embeddings=True, convert_to_numpy=True,
                               batch_size=32).astype(np.float32)
     make_private_dir(folder)
     tmp = folder / ".embeddings.tmp.npy"
     np.save(tmp, vectors)
     tmp.replace(vec_path)
     atomic_write_json(meta_path, want)
-    return ChunkIndex([c["chunk_id"] for c in chunks], [c["text"] for c in chunks], vectors, embedder), True
+    return ChunkIndex([c["chunk_id"] for c in chunks], texts, vectors, embedder), True
 
 
 def _norm(s: str) -> str:
