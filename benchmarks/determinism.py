@@ -79,7 +79,10 @@ def main() -> None:
             runs[name] = one_run(tmp / name.replace(" ", "-"), tiny, emb, precision)
         torch.set_num_threads(threads)
     pairs = {f"A vs {k}": compare(runs["A"], runs[k]) for k in ("A again", "1 thread", "bf16")}
+    from kbake.run import git_hash
+
     res = {"command": "python benchmarks/determinism.py", "created": datetime.now(UTC).isoformat(timespec="seconds"),
+           "git_hash": git_hash(), "torch": torch.__version__,
            "machine": platform.processor() or platform.machine(), "threads": threads,
            "A": f"fp32, {threads} torch threads", "pairs": pairs}
     for k, v in pairs.items():
