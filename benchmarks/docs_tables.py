@@ -75,6 +75,21 @@ def retrieval_dev(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def retrieval_headers(data: dict) -> str:
+    """benchmarks/retrieval_dev.py --headers: per probe family and document, each retriever's
+    recall@k without and with contextual chunk headers, and the paired change."""
+    plain = [r for r in data["retrievers"] if not r.endswith("+headers")]
+    lines = ["| dev probes | document | n | " + " | ".join(f"{r}: plain, headers, change" for r in plain) + " |",
+             "|---|---|---|" + "---|" * len(plain)]
+    for fam, g in data["groups"].items():
+        for doc, s in g.items():
+            name = f"**{doc}**" if doc == "all documents" else doc
+            cells = [f"{100 * s['recall'][r]:.1f}% → {100 * s['recall'][r + '+headers']:.1f}%, "
+                     f"{change_text(s['headers_vs_plain'][r])}" for r in plain]
+            lines.append(f"| {fam} | {name} | {s['n']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def trajectory(data: dict) -> str:
     """benchmarks/trajectory.py's output: per snapshot, each probe kind's dev and test change and
     the general-eval change (epochs are chosen on the dev columns)."""
@@ -110,7 +125,8 @@ def heldout_choices(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS = {"fact_seeds": fact_seeds, "retrieval_dev": retrieval_dev, "trajectory": trajectory,
+RENDERERS = {"fact_seeds": fact_seeds, "retrieval_dev": retrieval_dev, "retrieval_headers": retrieval_headers,
+             "trajectory": trajectory,
              "heldout_choices": heldout_choices}
 
 

@@ -61,6 +61,10 @@ def summary(rows: list[dict], default: str, seed: int = 0) -> dict:
     for r in names:
         if r != default:
             out["vs_default"][r] = paired_bootstrap([float(x[default]) for x in rows], [float(x[r]) for x in rows], seed=seed)
+    headed = [r for r in names if r.endswith("+headers")]
+    if headed:  # each retriever with headers against itself without
+        out["headers_vs_plain"] = {r.removesuffix("+headers"): paired_bootstrap(
+            [float(x[r.removesuffix("+headers")]) for x in rows], [float(x[r]) for x in rows], seed=seed) for r in headed}
     return out
 
 
