@@ -90,6 +90,26 @@ def retrieval_headers(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def model_vs_model(data: dict) -> str:
+    """benchmarks/model_vs_model.py's output: two models probe by probe, accuracy and the share of
+    choices that are another period's value of the same line item, with the paired change."""
+    a, b = data["a"], data["b"]
+    lines = [f"| probes | n | accuracy: base, {a}, {b} | {b} minus {a} | another period's value: base, {a}, {b} "
+             f"| {b} minus {a} |", "|---|---|---|---|---|---|"]
+    for key, c in data["table"].items():
+        kind, split = key.split("/")
+        acc = ", ".join(f"{100 * c['acc'][m]:.1f}%" for m in ("base", a, b))
+        other = ", ".join(f"{100 * c['other_period'][m]:.1f}%" for m in ("base", a, b))
+        lines.append(f"| {KIND_NAMES.get(kind, kind)}, {split} | {c['n']} | {acc} | {change_text(c['acc_b_minus_a'])} | "
+                     f"{other} | {change_text(c['other_period_b_minus_a'])} |")
+    for m, f in data["forgetting"].items():
+        ppl = f.get("novel_ppl")
+        ppl_text = f"{100 * ppl['diff']:+.0f}% [{100 * ppl['lo']:+.0f}, {100 * ppl['hi']:+.0f}]" if ppl else "—"
+        lines.append(f"\n{m} against the base: general-eval accuracy {change_text(f.get('general_eval'))}, "
+                     f"novel perplexity {ppl_text}.")
+    return "\n".join(lines) + "\n"
+
+
 def trajectory(data: dict) -> str:
     """benchmarks/trajectory.py's output: per snapshot, each probe kind's dev and test change and
     the general-eval change (epochs are chosen on the dev columns)."""
@@ -126,7 +146,7 @@ def heldout_choices(data: dict) -> str:
 
 
 RENDERERS = {"fact_seeds": fact_seeds, "retrieval_dev": retrieval_dev, "retrieval_headers": retrieval_headers,
-             "trajectory": trajectory,
+             "trajectory": trajectory, "model_vs_model": model_vs_model,
              "heldout_choices": heldout_choices}
 
 
