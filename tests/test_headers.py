@@ -42,10 +42,13 @@ def test_with_headers_puts_the_header_line_in_front():
     assert all(t.endswith(x["text"]) for t, x in zip(texts, FILING))
 
 
-def test_the_index_searches_headers_only_when_asked(tmp_path, tiny_model, embedder):
+def test_the_index_searches_headers_only_when_asked(tmp_path, tiny_model):
     from trainfix import small_run
 
     from kbake.eval.rag import load_index
+    from kbake.models import load_embedder
+
+    embedder = load_embedder("default")
 
     run = small_run(tmp_path / "run", tiny_model)
     plain, _ = load_index(run, "default", embedder)
