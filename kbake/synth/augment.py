@@ -94,14 +94,19 @@ def restatements(facts: list[Fact], k: int, templates: list[str], seed: int) -> 
     return out
 
 
-def row_passages(facts: list[Fact], per_row: int, seed: int) -> list[SynthItem]:
-    """Passages stating all facts of one table row, `per_row` times in shuffled orders and namings."""
+def _by_row(facts: list[Fact]) -> dict[str, list[Fact]]:
+    """Table facts by row (line item), in the order given."""
     rows: dict[str, list[Fact]] = defaultdict(list)
     for f in facts:
         if f.source == "table":
             rows[f.row_id].append(f)
+    return rows
+
+
+def row_passages(facts: list[Fact], per_row: int, seed: int) -> list[SynthItem]:
+    """Passages stating all facts of one table row, `per_row` times in shuffled orders and namings."""
     out = []
-    for row_id, fs in rows.items():
+    for row_id, fs in _by_row(facts).items():
         rng = random.Random(f"{seed}|{fs[0].doc_name}|{fs[0].row_index}|row")
         ent = entity_names(fs[0])
         for n in range(per_row):
@@ -117,24 +122,16 @@ def row_passages(facts: list[Fact], per_row: int, seed: int) -> list[SynthItem]:
     return out
 
 
-def _by_row(facts: list[Fact]) -> dict[str, list[Fact]]:
-    rows: dict[str, list[Fact]] = defaultdict(list)
-    for f in facts:
-        if f.source == "table":
-            rows[f.row_id].append(f)
-    return rows
-
-
 def year_contrasts(facts: list[Fact], k: int, templates: list[str], seed: int) -> list[SynthItem]:
     """`k` statements per table fact that pair it with another period of the same line item, so
     the year and the value are learned side by side (a trained model otherwise picks another
     year's value of the right line item: docs/results.md, "Held out by row"). The other period
     cycles through the row's others; a row of one period gets none."""
     out = []
-    for fs in _by_row(facts).values():
+    for fs in _by_row(facts).values() if k else ():
         for f in fs:
             others = [g for g in fs if g.period != f.period and digits(g.value) != digits(f.value)]
-            if not others or k == 0:
+            if not others:
                 continue
             rng = random.Random(f"{seed}|{f.fact_id}|contrast")
             order = list(templates)
@@ -157,9 +154,9 @@ def year_questions(facts: list[Fact], k: int, templates: list[str], seed: int) -
     held-out facts (their QA stays out of training in every direction), nor where the row has the
     same value in another period (the question would have two answers)."""
     out = []
-    for fs in _by_row(facts).values():
+    for fs in _by_row(facts).values() if k else ():
         for f in fs:
-            if f.split != "qa" or k == 0 or any(g.period != f.period and digits(g.value) == digits(f.value) for g in fs):
+            if f.split != "qa" or any(g.period != f.period and digits(g.value) == digits(f.value) for g in fs):
                 continue
             rng = random.Random(f"{seed}|{f.fact_id}|year")
             order = list(templates)
@@ -315,9 +312,9 @@ def generate_restate(ctx: SynthContext, rep: KindReport):
 
 
 def generate_fact_qa(ctx: SynthContext, rep: KindReport):
-    a = ctx.args
-    made = fact_qa(ctx.facts(), a.fact_qa_wordings, a.fact_question_templates, ctx.seed, a.prose_question_templates) + \
-        year_questions(ctx.facts(), a.fact_year_questions, a.fact_year_question_templates, ctx.seed)
+    facts, a = ctx.facts(), ctx.args
+    made = fact_qa(facts, a.fact_qa_wordings, a.fact_question_templates, ctx.seed, a.prose_question_templates) + \
+        year_questions(facts, a.fact_year_questions, a.fact_year_question_templates, ctx.seed)
     return [(it, "") for it in made], [], 0
 
 
