@@ -44,8 +44,8 @@ def compare(metrics: dict, facts: pd.DataFrame, probes: dict[str, dict], a: str,
                 cell[key + "_b_minus_a"] = paired_bootstrap(vals[a], vals[b])
             out[f"{kind}/{split}"] = cell
     by_name = {m["name"]: m for m in metrics["models"]}
-    forgetting = {m: {"general_eval": by_name[m].get("vs_base", {}).get("general_eval"),
-                      "novel_ppl": by_name[m].get("vs_base", {}).get("novel_ppl")} for m in (a, b)}
+    forgetting = {m: {"general_eval": (by_name[m].get("vs_base") or {}).get("general_eval"),
+                      "novel_ppl": (by_name[m].get("vs_base") or {}).get("novel_ppl")} for m in (a, b)}
     return {"a": a, "b": b, "table": out, "forgetting": forgetting}
 
 
