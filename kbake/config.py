@@ -466,6 +466,10 @@ class EvalArgs(StageArgs):
     """Index each chunk with its document and section in front ("Costco Wholesale Corporation,
     2022-08-28 — Item 7—… — RESULTS OF OPERATIONS"; kbake/ingest/headers.py), and give RAG the
     chunks so: docs/results.md, "Chunk headers"."""
+    rag_units: Literal["chunks", "facts"] = "chunks"
+    """What RAG retrieves: the run's chunks, or one sentence per fact of its fact table
+    (RUN/facts.parquet, written by `kbake synth`; kbake/eval/rag.py `fact_statement`), which binds
+    each value to its line item and period for a reader that cannot read a table row."""
     short_answers: bool = True
     """Also generate short answers and score them by token F1 / exact match (slower than multiple choice)."""
     short_answer_tokens: int = Field(24, ge=1)

@@ -341,3 +341,42 @@ def test_fiscal_year_headers_as_printed_give_the_year():
         ("Revenue", "2025", "$812.4 million"), ("Revenue", "2024", "$790.1 million"), ("Operating margin", "2025", "10.8%")]
     assert [(f.column, f.period) for f in row_facts(c, "Net income — Fiscal 2025: $148.9; Fiscal 2024: $131.5", 1)] == [
         ("", "2025"), ("", "2024")]
+
+
+def test_rag_over_fact_statements_finds_the_asked_period(tmp_path, tiny_model, embedder_default):
+    """`eval.rag_units: facts`: one sentence per fact binds a value to its line item and period;
+    a fact probe finds its own row among them, the index is cached, and eval records the units."""
+    from kbake.config import EvalArgs, Recipe
+    from kbake.eval import evaluate
+    from kbake.eval.rag import fact_statement, is_fact_hit, load_fact_index
+    from kbake.synth.facts import read_facts
+
+    rows = "".join(f"<tr><td>{name}</td><td>{a:,}.0</td><td>{b:,}.0</td></tr>"
+                   for name, a, b in [("Revenue", 1842, 1642), ("License fees", 88, 80), ("Net income", 298, 270)])
+    doc = tmp_path / "acme-2025.html"
+    doc.write_text("<p>Annual Report on Form 10-K for the fiscal year ended September 27, 2025</p>"
+                   "<p>Acme Pumps Inc. (Exact name of registrant as specified in its charter)</p>"
+                   "<table><tr><td>(in millions)</td><td>Fiscal 2025</td><td>Fiscal 2024</td></tr>"
+                   f"{rows}</table>")
+    rd = RunDir.at(tmp_path / "run")
+    ingest([str(doc)], rd, IngestArgs(tokenizer=tiny_model), progress=False)
+    sargs = SynthArgs(llm=f"local:{tiny_model}", kinds=["restate", "fact_qa"], fact_restatements=1)
+    synth(rd, sargs, progress=False, embedder=embedder_default)
+    make_fact_probes(rd, ProbesArgs(dev_share=0.3), sargs, seed=0)
+    facts = read_facts(rd)
+    index, evidence, rebuilt = load_fact_index(rd, "default", embedder_default)
+    assert rebuilt and len(index.texts) == len(facts) == 6
+    revenue_2024 = next(f for f in facts if f.attribute == "Revenue" and f.period == "2024")
+    assert fact_statement(revenue_2024) == "Acme Pumps Inc., Revenue, fiscal 2024: 1,642.0 million."
+    probes = [p for p in read_probes(rd.probes) if p.kind.startswith("fact")]
+    hits = index.search([p.question for p in probes], 1, "lexical")
+    # The top sentence is the probe's own row (the period is the lexical tie-breaker it must win).
+    assert all(is_fact_hit(p, index.chunk_ids[row[0]], evidence[row[0]]) for p, row in zip(probes, hits))
+    assert sum(p.answer.split()[0] in index.texts[row[0]] for p, row in zip(probes, hits)) >= len(probes) - 1
+    assert not load_fact_index(rd, "default", embedder_default)[2]  # cached
+    recipe = Recipe(seed=0, eval=EvalArgs(base_model=tiny_model, rag_units="facts", retriever="lexical", rag_k=2,
+                                          general_paragraphs=2, general_questions=0, novel_passages=2,
+                                          general_eval_items=2, general_eval_sets=["arc_easy"], short_answers=False))
+    metrics = evaluate(rd, recipe, progress=False, embedder=embedder_default)
+    assert metrics["retrieval"]["units"] == "facts" and metrics["retrieval"]["recall_at_k"] == 1.0
+    assert "RAG retrieves 2 fact statements (lexical retrieval" in (rd.eval_dir / "report.md").read_text()

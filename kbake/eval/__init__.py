@@ -35,7 +35,7 @@ from kbake.eval.forgetting import encode_general
 from kbake.eval.general_eval import load_set, novel_passages
 from kbake.eval.intervals import paired_bootstrap, what_it_detects
 from kbake.eval.model_scores import EvalData, evaluate_model, mean, memory_diagnostics, option_order, probe_kinds, score_probes
-from kbake.eval.rag import is_hit, load_index
+from kbake.eval.rag import is_fact_hit, is_hit, load_fact_index, load_index
 from kbake.eval.results import load_metrics
 from kbake.eval.seeds import pool_seeds
 from kbake.eval.updates import newest_documents
@@ -95,13 +95,18 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
     base, tok = load_causal_lm(args.base_model)
     cast_for_inference(base, precision)
 
-    index, rebuilt = load_index(run, args.embedder, embedder, args.chunk_headers)
+    if args.rag_units == "facts":
+        index, evidence, rebuilt = load_fact_index(run, args.embedder, embedder)
+        hit = lambda p, i: is_fact_hit(p, index.chunk_ids[i], evidence[i])  # noqa: E731
+    else:
+        index, rebuilt = load_index(run, args.embedder, embedder, args.chunk_headers)
+        hit = lambda p, i: is_hit(p, index.chunk_ids[i], index.texts[i])  # noqa: E731
     hits = index.search([p.question for p in probes], args.rag_k, args.retriever)
     newest_hits = None
     chunks = read_chunks(run.chunks)
     if any(p.stale for p in probes) and len({c["as_of"] for c in chunks if c["as_of"]}) > 1:
         newest_hits = index.search([p.question for p in probes], args.rag_k, args.retriever, newest_documents(chunks))
-    recall = [any(is_hit(p, index.chunk_ids[i], index.texts[i]) for i in row) for p, row in zip(probes, hits)]
+    recall = [any(hit(p, i) for i in row) for p, row in zip(probes, hits)]
     data = EvalData(
         probes=probes,
         rag_passages=[[index.texts[i] for i in row] for row in hits],
@@ -149,7 +154,7 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
         "probes": {"n": len(probes), "n_test": sum(p.split == "test" for p in probes),
                    "n_dev": sum(p.split == "dev" for p in probes), "learning_kind": learning_kind(probes),
                    "kinds": {k: sum(p.kind == k and p.split == "test" for p in probes) for k in probe_kinds(probes)}},
-        "retrieval": {"retriever": args.retriever, "k": args.rag_k, "recall_at_k":
+        "retrieval": {"retriever": args.retriever, "k": args.rag_k, "units": args.rag_units, "recall_at_k":
                       mean(r for r, p in zip(recall, probes) if p.split == "test"),
                       "embedder": args.embedder, "index_rebuilt": rebuilt},
         "general": {"paragraphs": len(data.replay_seqs), "novel_passages": len(data.novel_seqs),

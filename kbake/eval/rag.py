@@ -3,7 +3,9 @@ the same model. Retrieval is dense (sentence embeddings, cosine), lexical (BM25 
 bm25s: fast, sparse, maintained; exact figures and names that embeddings blur) or hybrid
 (both rankings fused by reciprocal rank, Cormack et al. 2009). The dense index is kept in
 RUN/eval/index/ and rebuilt only when the chunks or the embedder change; BM25 is rebuilt
-each time (milliseconds)."""
+each time (milliseconds). The units retrieved are the run's chunks, or (`eval.rag_units: facts`)
+one sentence per row of its fact table: a small model that cannot read a table row it is given
+may read a sentence that binds one value to one period."""
 
 from __future__ import annotations
 
@@ -44,8 +46,59 @@ def load_index(run: RunDir, embedder_name: str, embedder=None, headers: bool = F
     return ChunkIndex([c["chunk_id"] for c in chunks], texts, vectors, embedder), True
 
 
+def fact_statement(f) -> str:
+    """One fact as a retrieval unit: entity, line item, period (as printed and as asked) and value,
+    so a reader needs no table to bind them: "Costco Wholesale Corporation, Net sales, fiscal 2022
+    (52 Weeks Ended August 28, 2022): $222,730 million." """
+    from kbake.synth.facts import phrase
+
+    period = f"fiscal {f.period}" if f.period else ""
+    if f.period_text and f.period_text != f.period:
+        period = f"{period} ({f.period_text})" if period else f.period_text
+    name = f.attribute if f.source == "prose" else phrase(f)
+    return ", ".join(p for p in (f.entity or f.doc_id, name, period) if p) + f": {f.value}."
+
+
+def load_fact_index(run: RunDir, embedder_name: str, embedder=None) -> tuple[ChunkIndex, list[str], bool]:
+    """An index whose units are the fact table's rows (`fact_statement`), cached in
+    RUN/eval/index-facts/; each unit's evidence (its table row or sentence as printed, what a
+    probe's evidence is matched against); and whether the index was (re)built now."""
+    from kbake.models import load_embedder
+    from kbake.synth.facts import read_facts
+
+    facts = read_facts(run)
+    if not facts:
+        raise ValueError(f"{run.facts}: the fact table is empty; eval.rag_units=facts needs facts")
+    embedder = embedder or load_embedder(embedder_name)
+    texts = [fact_statement(f) for f in facts]
+    folder = run.eval_dir / "index-facts"
+    meta_path, vec_path = folder / "meta.json", folder / "embeddings.npy"
+    want = {"facts_sha256": sha256_file(run.facts), "embedder": embedder_name}
+    rebuilt = not (meta_path.exists() and vec_path.exists() and json.loads(meta_path.read_text()) == want)
+    if not rebuilt:
+        vectors = np.load(vec_path)
+    else:
+        vectors = embedder.encode(texts, normalize_embeddings=True, convert_to_numpy=True,
+                                  batch_size=64).astype(np.float32)
+        make_private_dir(folder)
+        tmp = folder / ".embeddings.tmp.npy"
+        np.save(tmp, vectors)
+        tmp.replace(vec_path)
+        atomic_write_json(meta_path, want)
+    return ChunkIndex([f.chunk_id for f in facts], texts, vectors, embedder), [f.evidence for f in facts], rebuilt
+
+
 def _norm(s: str) -> str:
     return " ".join(s.split()).lower()
+
+
+def is_fact_hit(probe, chunk_id: str, evidence: str) -> bool:
+    """A retrieved fact answers from the probe's source: its evidence (a table row or sentence as
+    printed) holds the probe's evidence quote or lies within it; without a quote, the same chunk."""
+    if probe.evidence and evidence.strip():
+        a, b = _norm(probe.evidence), _norm(evidence)
+        return a in b or b in a
+    return bool(probe.chunk_id) and probe.chunk_id == chunk_id
 
 
 def is_hit(probe, chunk_id: str, text: str) -> bool:
@@ -58,4 +111,5 @@ def is_hit(probe, chunk_id: str, text: str) -> bool:
 def rag_prompt(question: str, passages: list[str]) -> str:
     return RAG_TEMPLATE.format(context="\n\n".join(passages), question=question)
 
-__all__ = ["RETRIEVERS", "RRF_K", "ChunkIndex", "fuse", "is_hit", "load_index", "rag_prompt"]
+__all__ = ["RETRIEVERS", "RRF_K", "ChunkIndex", "fuse", "fact_statement", "is_fact_hit", "is_hit", "load_fact_index", "load_index",
+           "rag_prompt"]

@@ -450,7 +450,9 @@ def _intro(metrics: dict) -> str:
     kinds = ", ".join(f"{v} {k}" for k, v in pr["kinds"].items())
     sets = ", ".join(SET_NAMES.get(s, s) for s in g.get("general_eval_sets", []))
     return (f"{pr.get('n_test', pr['n'])} test probes ({kinds}) give the headline; {pr.get('n_dev', 0)} dev probes are for "
-            f"choosing recipes. RAG retrieves {metrics['retrieval']['k']} chunks ({metrics['retrieval'].get('retriever', 'dense')} "
+            f"choosing recipes. RAG retrieves {metrics['retrieval']['k']} "
+            f"{'fact statements' if metrics['retrieval'].get('units') == 'facts' else 'chunks'} "
+            f"({metrics['retrieval'].get('retriever', 'dense')} "
             f"retrieval; recall@{metrics['retrieval']['k']} of "
             f"the source passage: {_pct(metrics['retrieval']['recall_at_k'])}). Forgetting: {g.get('general_eval_items', 0)} "
             f"general-eval questions ({sets}), perplexity on {g.get('novel_passages', 0)} passages of a novel and on "
