@@ -145,9 +145,28 @@ def heldout_choices(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def rag_units(data: dict) -> str:
+    """benchmarks/rag_units_dev.py's output: per probe kind (dev), the base model's accuracy closed
+    book and with each retrieval (recall@k beside it), and the paired change against the chunks."""
+    names = list(next(iter(data["kinds"].values()))["configs"])
+    lines = ["| dev probes | n | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    for kind, row in data["kinds"].items():
+        cells = []
+        for n in names:
+            c = row["configs"][n]
+            cell = f"{100 * c['accuracy']:.1f}%"
+            if c["recall"] is not None:
+                cell += f" (recall {100 * c['recall']:.0f}%)"
+            if c["vs_reference"]:
+                cell += f", {change_text(c['vs_reference'])}"
+            cells.append(cell)
+        lines.append(f"| {KIND_NAMES.get(kind, kind)} | {row['n']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 RENDERERS = {"fact_seeds": fact_seeds, "retrieval_dev": retrieval_dev, "retrieval_headers": retrieval_headers,
              "trajectory": trajectory, "model_vs_model": model_vs_model,
-             "heldout_choices": heldout_choices}
+             "heldout_choices": heldout_choices, "rag_units": rag_units}
 
 
 def render(text: str) -> str:
