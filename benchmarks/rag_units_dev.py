@@ -35,11 +35,12 @@ def main() -> None:
     ap.add_argument("run", type=Path)
     ap.add_argument("--recipe", type=Path, required=True)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--limit", type=int, help="only the first N dev probes (a quick check of the script)")
     a = ap.parse_args()
     recipe = load_recipe(a.recipe)
     ev = recipe.eval
     run = RunDir.at(a.run)
-    probes = [p for p in read_probes(run.probes) if p.split == "dev"]
+    probes = [p for p in read_probes(run.probes) if p.split == "dev"][: a.limit]
     questions = [p.question for p in probes]
     embedder = load_embedder(ev.embedder)
     precision = resolve_precision(ev.precision)
