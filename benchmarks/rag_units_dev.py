@@ -50,9 +50,15 @@ def main() -> None:
     chunk_index, _ = load_index(run, ev.embedder, embedder, ev.chunk_headers)
     fact_index, evidence, _ = load_fact_index(run, ev.embedder, embedder)
     chunks_name = f"chunks ({ev.retriever}{', headers' if ev.chunk_headers else ''})"
-    configs = {chunks_name: (chunk_index, ev.retriever, lambda p, i: is_hit(p, chunk_index.chunk_ids[i], chunk_index.texts[i])),
-               "facts (lexical)": (fact_index, "lexical", lambda p, i: is_fact_hit(p, fact_index.chunk_ids[i], evidence[i])),
-               "facts (hybrid)": (fact_index, "hybrid", lambda p, i: is_fact_hit(p, fact_index.chunk_ids[i], evidence[i]))}
+
+    def chunk_hit(p, i):
+        return is_hit(p, chunk_index.chunk_ids[i], chunk_index.texts[i])
+
+    def fact_hit(p, i):
+        return is_fact_hit(p, fact_index.chunk_ids[i], evidence[i], fact_index.texts[i])
+
+    configs = {chunks_name: (chunk_index, ev.retriever, chunk_hit), "facts (lexical)": (fact_index, "lexical", fact_hit),
+               "facts (hybrid)": (fact_index, "hybrid", fact_hit)}
     correct, recall, seconds = {}, {}, {}
     t = time.perf_counter()
     correct["closed book"] = [r["correct"] for r in score_probes(model, tok, [chat_prompt(tok, q) for q in questions],

@@ -371,8 +371,11 @@ def test_rag_over_fact_statements_finds_the_asked_period(tmp_path, tiny_model, e
     probes = [p for p in read_probes(rd.probes) if p.kind.startswith("fact")]
     hits = index.search([p.question for p in probes], 1, "lexical")
     # The top sentence is the probe's own row (the period is the lexical tie-breaker it must win).
-    assert all(is_fact_hit(p, index.chunk_ids[row[0]], evidence[row[0]]) for p, row in zip(probes, hits))
-    assert sum(p.answer.split()[0] in index.texts[row[0]] for p, row in zip(probes, hits)) >= len(probes) - 1
+    top = [row[0] for row in hits]
+    assert sum(is_fact_hit(p, index.chunk_ids[i], evidence[i], index.texts[i]) for p, i in zip(probes, top)) >= len(probes) - 1
+    other_year = next(f for f in facts if f.attribute == "Revenue" and f.period == "2025")
+    p = next(p for p in probes if p.answer in fact_statement(revenue_2024))
+    assert not is_fact_hit(p, other_year.chunk_id, other_year.evidence, fact_statement(other_year))  # same row, other period
     assert not load_fact_index(rd, "default", embedder_default)[2]  # cached
     recipe = Recipe(seed=0, eval=EvalArgs(base_model=tiny_model, rag_units="facts", retriever="lexical", rag_k=2,
                                           general_paragraphs=2, general_questions=0, novel_passages=2,

@@ -97,7 +97,7 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
 
     if args.rag_units == "facts":
         index, evidence, rebuilt = load_fact_index(run, args.embedder, embedder)
-        hit = lambda p, i: is_fact_hit(p, index.chunk_ids[i], evidence[i])  # noqa: E731
+        hit = lambda p, i: is_fact_hit(p, index.chunk_ids[i], evidence[i], index.texts[i])  # noqa: E731
     else:
         index, rebuilt = load_index(run, args.embedder, embedder, args.chunk_headers)
         hit = lambda p, i: is_hit(p, index.chunk_ids[i], index.texts[i])  # noqa: E731

@@ -92,13 +92,17 @@ def _norm(s: str) -> str:
     return " ".join(s.split()).lower()
 
 
-def is_fact_hit(probe, chunk_id: str, evidence: str) -> bool:
-    """A retrieved fact answers from the probe's source: its evidence (a table row or sentence as
-    printed) holds the probe's evidence quote or lies within it; without a quote, the same chunk."""
+def is_fact_hit(probe, chunk_id: str, evidence: str, statement: str) -> bool:
+    """A retrieved fact is the probe's: its evidence (a table row or sentence as printed) holds the
+    probe's evidence quote or lies within it (without a quote: the same chunk), and its statement
+    holds the probe's answer, so another period of the same row is not a hit. A hand-written answer
+    worded unlike the table ("$222.7 billion") counts as a miss: recall is then a lower bound."""
     if probe.evidence and evidence.strip():
         a, b = _norm(probe.evidence), _norm(evidence)
-        return a in b or b in a
-    return bool(probe.chunk_id) and probe.chunk_id == chunk_id
+        same_source = a in b or b in a
+    else:
+        same_source = bool(probe.chunk_id) and probe.chunk_id == chunk_id
+    return same_source and _norm(probe.answer).rstrip(".") in _norm(statement)
 
 
 def is_hit(probe, chunk_id: str, text: str) -> bool:
