@@ -164,9 +164,40 @@ def rag_units(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def year_binding(data: dict) -> str:
+    """benchmarks/year_binding.py's output: per probe kind, split and model, the share of choices
+    from the probe's own row, and among those the asked year's share against blind chance."""
+    lines = ["| probes | n | model | choice from the probe's own row | asked year among those | chance among those | "
+             "year minus chance |", "|---|---|---|---|---|---|---|"]
+    for key, cell in data["table"].items():
+        kind, split = key.split("/")
+        for name, c in cell.items():
+            if name == "n" or c["right_in_row"] is None:
+                continue
+            lines.append(f"| {KIND_NAMES.get(kind, kind)}, {split} | {cell['n']} | {name} | {100 * c['in_row']:.1f}% | "
+                         f"{100 * c['right_in_row']:.1f}% | {100 * c['chance_in_row']:.1f}% | {change_text(c['right_minus_chance'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def trained_wordings(data: dict) -> str:
+    """benchmarks/trained_wordings.py's output: per model, QA-trained facts asked in the probe's
+    wording and in the trained one: accuracy, own-row share, the asked year among those."""
+    lines = ["| model | wording | accuracy | choice from the probe's own row | asked year among those (chance) | "
+             "year minus chance | trained minus probe wording |", "|---|---|---|---|---|---|---|"]
+    for name, res in data["models"].items():
+        for wording in ("probe", "trained"):
+            c = res[wording]
+            year = f"{100 * c['right_in_row']:.1f}% ({100 * c['chance_in_row']:.1f}%)" if c["right_in_row"] is not None else "—"
+            diff = change_text(res["trained_minus_probe"]) if wording == "trained" else ""
+            lines.append(f"| {name} | {wording} | {100 * c['accuracy']:.1f}% | {100 * c['in_row']:.1f}% | {year} | "
+                         f"{change_text(c['right_minus_chance'])} | {diff} |")
+    return "\n".join(lines) + "\n"
+
+
 RENDERERS = {"fact_seeds": fact_seeds, "retrieval_dev": retrieval_dev, "retrieval_headers": retrieval_headers,
              "trajectory": trajectory, "model_vs_model": model_vs_model,
-             "heldout_choices": heldout_choices, "rag_units": rag_units}
+             "heldout_choices": heldout_choices, "rag_units": rag_units,
+             "year_binding": year_binding, "trained_wordings": trained_wordings}
 
 
 def render(text: str) -> str:
