@@ -37,3 +37,21 @@ def test_default_embedder_ranks_related_text_first():
                        "The dividend was $0.21 per share."], normalize_embeddings=True)
     assert vecs.shape == (3, 384)
     assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2]
+
+
+@pytest.mark.slow
+def test_default_tokenizer_is_saved_on_first_use_then_read_without_the_gguf(monkeypatch):
+    import kbake.models.loading as loading
+    from kbake.models import load_tokenizer
+
+    first = load_tokenizer("default")  # parses the GGUF (seconds) and saves the tokenizer in the cache
+    assert (loading.cache_root() / "models" / f"{loading._CONVERTED_NAME}-tokenizer" / "tokenizer_config.json").exists()
+
+    def no_gguf():
+        raise AssertionError("the GGUF was read again")
+
+    monkeypatch.setattr(loading, "default_gguf", no_gguf)
+    again = load_tokenizer("default")
+    text = "Costco's net sales for fiscal 2022 were $222,730 million."
+    assert again(text)["input_ids"] == first(text)["input_ids"]
+    assert again.pad_token == first.pad_token and again.chat_template == first.chat_template

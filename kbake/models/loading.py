@@ -50,6 +50,22 @@ def default_gguf() -> Path:
     return files[0]
 
 
+def _save_atomically(tok, target: Path) -> None:
+    """Save a tokenizer to `target` through a temporary folder, so a reader never sees half of it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+    try:
+        tok.save_pretrained(tmp)
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            if not (target / "tokenizer_config.json").exists():  # another process saved it first
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _convert_default(target: Path) -> None:
     """Dequantize the shipped GGUF to float32 and save it as a normal model folder (once)."""
     import torch
@@ -103,11 +119,16 @@ def load_tokenizer(name: str = DEFAULT_LM):
 
     if name in _LM_ALIASES:
         target = cache_root() / "models" / _CONVERTED_NAME
+        alone = cache_root() / "models" / f"{_CONVERTED_NAME}-tokenizer"
         if (target / "config.json").exists():
             tok = AutoTokenizer.from_pretrained(target, local_files_only=True)
+        elif (alone / "tokenizer_config.json").exists():
+            tok = AutoTokenizer.from_pretrained(alone, local_files_only=True)
         else:
+            # Parsing the GGUF takes seconds (about 5 s on 2 cores); a saved tokenizer loads in 0.3 s.
             gguf = default_gguf()
             tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+            _save_atomically(tok, alone)
     else:
         try:
             tok = AutoTokenizer.from_pretrained(name, local_files_only=_local_only(name))
