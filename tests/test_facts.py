@@ -330,6 +330,8 @@ def test_tiny_model_bakes_the_fact_table_and_the_report_maps_it(tmp_path, tiny_m
     md = (rd.eval_dir / "report.md").read_text()
     assert "## By probe kind (test probes)" in md and "## Knowledge map" in md
     assert "fact probes of QA-trained facts (test, wordings never trained)" in md
+    assert full["year_binding"]["fact_qa/test"]["n"] == n_qa and base["year_binding"]["fact_qa/test"]["n"] == n_qa
+    assert "## Which period: a fact probe answered from its own table row" in md
 
 
 def test_fiscal_year_headers_as_printed_give_the_year():
@@ -383,3 +385,19 @@ def test_rag_over_fact_statements_finds_the_asked_period(tmp_path, tiny_model, e
     metrics = evaluate(rd, recipe, progress=False, embedder=embedder_default)
     assert metrics["retrieval"]["units"] == "facts" and metrics["retrieval"]["recall_at_k"] == 1.0
     assert "RAG retrieves 2 fact statements (lexical retrieval" in (rd.eval_dir / "report.md").read_text()
+
+
+def test_year_binding_separates_knowing_the_row_from_knowing_the_period():
+    """Three probes of one row offering 3 of its periods each and a neighbouring row's value: a
+    model choosing the neighbour is out of the row; among in-row choices, right against 1/3."""
+    from kbake.eval.comparisons import year_binding
+    from kbake.run import Probe
+
+    rows = {"r1": {"100", "90", "80"}, "r2": {"7"}}
+    probes = [Probe(id=f"p{i}", question="?", answer=a, distractors=[d for d in ("$100", "$90", "$80") if d != a] + ["$7"],
+                    reference=a, kind="fact_qa", passage_id="r1", split="test") for i, a in enumerate(("$100", "$90", "$80"))]
+    closed = [{"choice": "$100", "correct": True}, {"choice": "$100", "correct": False}, {"choice": "$7", "correct": False}]
+    yb = year_binding(probes, closed, rows, seed=0)["fact_qa/test"]
+    assert yb["n"] == 3 and yb["in_row"] == pytest.approx(2 / 3)
+    assert yb["year_in_row"] == 0.5 and yb["chance_in_row"] == pytest.approx(1 / 3)
+    assert yb["year_minus_chance"]["diff"] == pytest.approx(0.5 - 1 / 3) and yb["year_minus_chance"]["n"] == 2

@@ -29,7 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from kbake.config import Recipe
-from kbake.eval.comparisons import changes, closed_vs_base_rag, knowledge_map, learning_kind, rebake_vs_retrain
+from kbake.eval.comparisons import changes, closed_vs_base_rag, knowledge_map, learning_kind, rebake_vs_retrain, year_binding
 from kbake.eval.decide import decide, equal_learning, findings
 from kbake.eval.forgetting import encode_general
 from kbake.eval.general_eval import load_set, novel_passages
@@ -120,6 +120,9 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
     models = [evaluate_model("base", base, tok, data, args, None, progress)]
     models[0].update(method="base", trainable_params=0, train_seconds=0.0)
     base_items = models[0]["_items"]
+    rows = _row_values(run) if any(p.kind.startswith("fact_") for p in probes) else {}
+    if rows:
+        models[0]["year_binding"] = year_binding(probes, base_items["closed"], rows, recipe.seed)
     for folder in folders:
         model, mtok = _load(folder, precision)
         res = evaluate_model(folder.name, model, mtok, data, args, base, progress)
@@ -134,6 +137,8 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
         res["detects"] = what_it_detects(res["vs_base"], ["closed_book", *(f"closed_book_{k}" for k in probe_kinds(probes)),
                                                           "dev_closed_book", "general_eval"])
         res["knowledge_map"] = knowledge_map(probes, base_items["closed"], res["_items"]["closed"])
+        if rows:
+            res["year_binding"] = year_binding(probes, res["_items"]["closed"], rows, recipe.seed)
         res["trajectory"] = _trajectory(folder, res, data, args, precision, base_items, recipe.seed, progress)
         models.append(res)
     by_name = {m["name"]: m for m in models}
@@ -233,6 +238,19 @@ def _trajectory(folder: Path, final: dict, data: EvalData, args, precision: str,
                    "by_kind": by_kind(final["vs_base"], final["_items"]["closed"]),
                    "novel_ppl": final["vs_base"].get("novel_ppl"), "replay_ppl": final["vs_base"].get("replay_ppl")})
     return points
+
+
+def _row_values(run: RunDir) -> dict[str, set[str]]:
+    """Table row id -> the digits of its values, from the run's fact table (empty without one)."""
+    from kbake.synth.facts import digits, read_facts
+
+    if not run.facts.exists():
+        return {}
+    rows: dict[str, set[str]] = {}
+    for f in read_facts(run):
+        if f.row_id:
+            rows.setdefault(f.row_id, set()).add(digits(f.value))
+    return rows
 
 
 def _train_data(folder: Path) -> list[str] | None:

@@ -1,6 +1,7 @@
 """Change statistics for `kbake eval`: every change of a trained model against the base with
-its paired bootstrap interval, closed book against RAG on the base, the knowledge map, which
-probe kind learning is judged on, and a re-bake's time against a retrain."""
+its paired bootstrap interval, closed book against RAG on the base, the knowledge map, row and
+year binding on fact probes, which probe kind learning is judged on, and a re-bake's time
+against a retrain."""
 
 from __future__ import annotations
 
@@ -34,6 +35,35 @@ def knowledge_map(probes, base_closed: list[dict], closed: list[dict]) -> list[d
         r[f"{part}_base"] += int(b["correct"])
         r[f"{part}_model"] += int(m["correct"])
     return sorted(rows.values(), key=lambda r: -(r["heldout_n"] + r["qa_n"]))
+
+
+def year_binding(probes, closed: list[dict], row_values: dict[str, set[str]], seed: int) -> dict:
+    """On fact probes, per kind and split: how often the closed-book choice is a value of the
+    probe's own table row (the model knows the line item's values), and among those how often it
+    is the asked period's against the chance of a blind pick among the row's values offered
+    (1 / their number), with the paired interval of that difference. A model can gain on fact
+    probes by ruling out the neighbouring row alone; binding the year is the rest (docs/results.md,
+    "Which year"). `row_values` maps a row id to its values' digits (kbake.synth.facts.digits)."""
+    from kbake.synth.facts import digits
+
+    out: dict = {}
+    for kind in ("fact_qa", "fact_heldout"):
+        for split in ("test", "dev"):
+            sel = [i for i, p in enumerate(probes) if p.kind == kind and p.split == split]
+            if not sel:
+                continue
+            right, chance = [], []
+            for i in sel:
+                p, own = probes[i], row_values.get(probes[i].passage_id, set())
+                offered = sum(digits(o) in own for o in [p.answer, *p.distractors])
+                if digits(p.answer) in own and offered > 1 and digits(closed[i]["choice"]) in own:
+                    right.append(float(closed[i]["correct"]))
+                    chance.append(1.0 / offered)
+            out[f"{kind}/{split}"] = {"n": len(sel), "in_row": len(right) / len(sel),
+                                      "year_in_row": sum(right) / len(right) if right else None,
+                                      "chance_in_row": sum(chance) / len(chance) if chance else None,
+                                      "year_minus_chance": paired_bootstrap(chance, right, seed=seed)}
+    return out
 
 
 def closed_vs_base_rag(model_items: dict, base_items: dict, probes, seed: int) -> dict:

@@ -91,6 +91,22 @@ def knowledge_map_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def binding_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
+    """Per model and fact probe kind (test): the share of choices from the probe's own table row,
+    and among those the asked period's share against blind chance, with the interval."""
+    header = ["model", "probe kind", "choice from the probe's own row", "asked period among those (chance)",
+              "period minus chance"]
+    rows = []
+    for m in metrics["models"]:
+        for key, c in (m.get("year_binding") or {}).items():
+            kind, split = key.split("/")
+            if split != "test" or c["year_in_row"] is None:
+                continue
+            rows.append([m["name"], KIND_LABELS.get(kind, kind), _pct(c["in_row"]),
+                         f"{_pct(c['year_in_row'])} ({_pct(c['chance_in_row'])})", fmt_change(c["year_minus_chance"])])
+    return header, rows
+
+
 def seed_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
     """Per seed group (models NAME-s0, NAME-s1, …): each pooled change with its interval that
     resamples seeds then items, the per-seed changes, and what the pooled items detect."""
@@ -480,6 +496,10 @@ def _sections(metrics: dict) -> list[tuple[str, str, object]]:
     if km_rows:
         out.append(("Knowledge map: which tables got in (test fact probes answered closed book)", "table",
                     (km_header, km_rows)))
+    yb_header, yb_rows = binding_rows(metrics)
+    if yb_rows:
+        out.append(("Which period: a fact probe answered from its own table row, and the asked period among those "
+                    "(test)", "table", (yb_header, yb_rows)))
     up_header, up_rows = update_rows(metrics)
     if up_rows:
         n = next((u["n"] for m in metrics["models"] for u in (m.get("updates") or {}).values() if u), 0)

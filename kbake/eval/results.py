@@ -121,6 +121,9 @@ class ModelResult(_Strict):
     detects: dict[str, Detects] | None = None
     knowledge_map: list[dict[str, str | int]] | None = None
     """Per table (a probe's group): held-out / QA-trained / other test probes answered by base and model."""
+    year_binding: dict[str, dict] | None = None
+    """Per fact probe kind and split ('fact_qa/test'): the share of choices from the probe's own
+    table row, and among those the asked period's share against blind chance (kbake.eval.comparisons.year_binding)."""
     trajectory: list[TrajectoryPoint] | None = None
 
 
