@@ -172,10 +172,10 @@ def year_binding(data: dict) -> str:
     for key, cell in data["table"].items():
         kind, split = key.split("/")
         for name, c in cell.items():
-            if name == "n" or c["right_in_row"] is None:
+            if name == "n" or c["year_in_row"] is None:
                 continue
             lines.append(f"| {KIND_NAMES.get(kind, kind)}, {split} | {cell['n']} | {name} | {100 * c['in_row']:.1f}% | "
-                         f"{100 * c['right_in_row']:.1f}% | {100 * c['chance_in_row']:.1f}% | {change_text(c['right_minus_chance'])} |")
+                         f"{100 * c['year_in_row']:.1f}% | {100 * c['chance_in_row']:.1f}% | {change_text(c['year_minus_chance'])} |")
     return "\n".join(lines) + "\n"
 
 
@@ -187,10 +187,10 @@ def trained_wordings(data: dict) -> str:
     for name, res in data["models"].items():
         for wording in ("probe", "trained"):
             c = res[wording]
-            year = f"{100 * c['right_in_row']:.1f}% ({100 * c['chance_in_row']:.1f}%)" if c["right_in_row"] is not None else "—"
+            year = f"{100 * c['year_in_row']:.1f}% ({100 * c['chance_in_row']:.1f}%)" if c["year_in_row"] is not None else "—"
             diff = change_text(res["trained_minus_probe"]) if wording == "trained" else ""
             lines.append(f"| {name} | {wording} | {100 * c['accuracy']:.1f}% | {100 * c['in_row']:.1f}% | {year} | "
-                         f"{change_text(c['right_minus_chance'])} | {diff} |")
+                         f"{change_text(c['year_minus_chance'])} | {diff} |")
     return "\n".join(lines) + "\n"
 
 

@@ -2,7 +2,7 @@
 probe is asked twice with the same four options: in its probe wording (never trained) and in the
 first wording its QA pair was trained with (RUN/synth/fact_qa.jsonl). Per model: accuracy, the
 share of choices from the probe's own row, and the accuracy among those against the chance of
-picking blindly among the row's values (benchmarks/year_binding.py), with paired intervals.
+picking blindly among the row's values (kbake.eval.comparisons.year_binding), with paired intervals.
 
     python benchmarks/trained_wordings.py R --recipe recipes/filing.yaml --model lora-row-cos4-s0 --split dev \
         --out docs/data/costco-trained-wordings.json
@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from kbake.config import load_recipe
+from kbake.eval.comparisons import year_binding
 from kbake.eval.intervals import paired_bootstrap
 from kbake.eval.model_scores import score_probes
 from kbake.models import load_causal_lm
@@ -63,26 +64,16 @@ def main() -> None:
         for wording, ps in (("probe", probes), ("trained", as_trained)):
             scores[name, wording] = score_probes(model, tok, [chat_prompt(tok, p.question) for p in ps], ps, f"{name}, {wording}", True)
 
-    def in_row(p, choice: str) -> bool:
-        return digits(choice) in row_values.get(p.passage_id, set())
-
-    def row_options(p) -> int:
-        return sum(in_row(p, o) for o in [p.answer, *p.distractors])
-
     for name in models:
         res = {}
         for wording in ("probe", "trained"):
             sc = scores[name, wording]
-            keep = [i for i, p in enumerate(probes) if row_options(p) > 1 and in_row(p, sc[i]["choice"])]
-            res[wording] = {"accuracy": sum(r["correct"] for r in sc) / len(sc), "in_row": len(keep) / len(sc),
-                            "right_in_row": sum(sc[i]["correct"] for i in keep) / len(keep) if keep else None,
-                            "chance_in_row": sum(1 / row_options(probes[i]) for i in keep) / len(keep) if keep else None,
-                            "right_minus_chance": paired_bootstrap([1 / row_options(probes[i]) for i in keep],
-                                                                   [float(sc[i]["correct"]) for i in keep], seed=recipe.seed)}
+            yb = year_binding(probes, sc, row_values, seed=recipe.seed)[f"fact_qa/{a.split}"]
+            res[wording] = {"accuracy": sum(r["correct"] for r in sc) / len(sc), **yb}
         res["trained_minus_probe"] = paired_bootstrap([float(r["correct"]) for r in scores[name, "probe"]],
                                                       [float(r["correct"]) for r in scores[name, "trained"]], seed=recipe.seed)
         out["models"][name] = res
-        print(name, {w: {k: (round(v, 3) if isinstance(v, float) else v) for k, v in res[w].items() if k != "right_minus_chance"}
+        print(name, {w: {k: (round(v, 3) if isinstance(v, float) else v) for k, v in res[w].items() if k != "year_minus_chance"}
                      for w in ("probe", "trained")})
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)

@@ -5,8 +5,8 @@ and a value of a neighbouring row. Per model, probe kind and split this counts h
 closed-book choice is a value of the probe's own row (the model knows the line item's values),
 and, among those probes, how often it is the asked period's (the model binds the year) against
 the chance of picking it blindly among the row's values offered (1 / the row's options), with a
-paired bootstrap interval of that difference (kbake.eval.intervals). Year binding at chance with
-row recognition high is the failure docs/results.md describes.
+paired bootstrap interval of that difference: kbake.eval.comparisons.year_binding, which `kbake
+eval` now stores per model; this script computes it for a metrics.json written before that.
 
     python benchmarks/year_binding.py R/eval/metrics.json R/facts.parquet R/probes.jsonl --out F.json
 """
@@ -21,38 +21,22 @@ from pathlib import Path
 
 import pandas as pd
 
-from kbake.eval.intervals import paired_bootstrap
-from kbake.run import git_hash
+from kbake.eval.comparisons import year_binding
+from kbake.run import git_hash, read_probes
 from kbake.synth.facts import digits
 
 
-def binding_table(metrics: dict, facts: pd.DataFrame, probes: dict[str, dict]) -> dict:
-    """Per probe kind and split, per model: n, the share choosing a value of the probe's own row,
-    the accuracy among those, the chance level among those, and right minus chance with its interval."""
-    row_values = facts.groupby("row_id")["value"].apply(lambda v: {digits(x) for x in v}).to_dict()
-    names = [m["name"] for m in metrics["models"]]
+def binding_table(metrics: dict, probes: list, row_values: dict[str, set[str]]) -> dict:
+    """Per probe kind and split, per model: kbake.eval.comparisons.year_binding over the closed-book
+    choices that metrics.json records (for runs evaluated before eval stored it itself)."""
+    by_id = {p["id"]: p for p in metrics["per_probe"]}
+    probes = [p for p in probes if p.id in by_id]
     out: dict = {}
-    for kind in ("fact_qa", "fact_heldout"):
-        for split in ("dev", "test"):
-            rows = [p for p in metrics["per_probe"] if p["kind"] == kind and p["split"] == split]
-            if not rows:
-                continue
-            cell: dict = {"n": len(rows)}
-            for name in names:
-                right, chance = [], []
-                for p in rows:
-                    pr = probes[p["id"]]
-                    own = row_values.get(pr["passage_id"], set())
-                    in_row = [o for o in [pr["answer"], *pr["distractors"]] if digits(o) in own]
-                    choice = p["models"][name]["closed_choice"]
-                    if digits(pr["answer"]) in own and len(in_row) > 1 and digits(choice) in own:
-                        right.append(float(choice == pr["answer"]))
-                        chance.append(1.0 / len(in_row))
-                cell[name] = {"in_row": len(right) / len(rows), "n_in_row": len(right),
-                              "right_in_row": sum(right) / len(right) if right else None,
-                              "chance_in_row": sum(chance) / len(chance) if chance else None,
-                              "right_minus_chance": paired_bootstrap(chance, right)}
-            out[f"{kind}/{split}"] = cell
+    for m in metrics["models"]:
+        closed = [{"choice": by_id[p.id]["models"][m["name"]]["closed_choice"],
+                   "correct": by_id[p.id]["models"][m["name"]]["closed"]} for p in probes]
+        for key, c in year_binding(probes, closed, row_values, seed=0).items():
+            out.setdefault(key, {"n": c["n"]})[m["name"]] = c
     return out
 
 
@@ -64,15 +48,16 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     a = ap.parse_args()
     metrics = json.loads(a.metrics.read_text())
-    probes = {p["id"]: p for p in map(json.loads, a.probes.read_text().splitlines()) if p}
-    table = binding_table(metrics, pd.read_parquet(a.facts), probes)
+    facts = pd.read_parquet(a.facts)
+    rows = facts.groupby("row_id")["value"].apply(lambda v: {digits(x) for x in v}).to_dict()
+    table = binding_table(metrics, read_probes(a.probes), rows)
     res = {"command": f"python benchmarks/year_binding.py {a.metrics} {a.facts} {a.probes}",
            "created": datetime.now(UTC).isoformat(timespec="seconds"), "git_hash": git_hash(),
            "machine": platform.processor() or platform.machine(), "table": table}
     for key, cell in table.items():
         for name, c in cell.items():
-            if name != "n" and c["right_in_row"] is not None:
-                print(f"{key:20s} {name:28s} in-row {100 * c['in_row']:5.1f}%  right among them {100 * c['right_in_row']:5.1f}% "
+            if name != "n" and c["year_in_row"] is not None:
+                print(f"{key:20s} {name:28s} in-row {100 * c['in_row']:5.1f}%  right among them {100 * c['year_in_row']:5.1f}% "
                       f"(chance {100 * c['chance_in_row']:5.1f}%)")
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)
