@@ -168,14 +168,15 @@ def year_binding(data: dict) -> str:
     """benchmarks/year_binding.py's output: per probe kind, split and model, the share of choices
     from the probe's own row, and among those the asked year's share against blind chance."""
     lines = ["| probes | n | model | choice from the probe's own row | asked year among those | chance among those | "
-             "year minus chance |", "|---|---|---|---|---|---|---|"]
+             "year minus chance | accuracy knowing the rows, not the years |", "|---|---|---|---|---|---|---|---|"]
     for key, cell in data["table"].items():
         kind, split = key.split("/")
         for name, c in cell.items():
             if name == "n" or c["year_in_row"] is None:
                 continue
             lines.append(f"| {KIND_NAMES.get(kind, kind)}, {split} | {cell['n']} | {name} | {100 * c['in_row']:.1f}% | "
-                         f"{100 * c['year_in_row']:.1f}% | {100 * c['chance_in_row']:.1f}% | {change_text(c['year_minus_chance'])} |")
+                         f"{100 * c['year_in_row']:.1f}% | {100 * c['chance_in_row']:.1f}% | {change_text(c['year_minus_chance'])} | "
+                         f"{100 * c['row_only_accuracy']:.1f}% |")
     return "\n".join(lines) + "\n"
 
 

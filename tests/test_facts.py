@@ -398,6 +398,6 @@ def test_year_binding_separates_knowing_the_row_from_knowing_the_period():
                     reference=a, kind="fact_qa", passage_id="r1", split="test") for i, a in enumerate(("$100", "$90", "$80"))]
     closed = [{"choice": "$100", "correct": True}, {"choice": "$100", "correct": False}, {"choice": "$7", "correct": False}]
     yb = year_binding(probes, closed, rows, seed=0)["fact_qa/test"]
-    assert yb["n"] == 3 and yb["in_row"] == pytest.approx(2 / 3)
+    assert yb["n"] == 3 and yb["in_row"] == pytest.approx(2 / 3) and yb["row_only_accuracy"] == pytest.approx(1 / 3)
     assert yb["year_in_row"] == 0.5 and yb["chance_in_row"] == pytest.approx(1 / 3)
     assert yb["year_minus_chance"]["diff"] == pytest.approx(0.5 - 1 / 3) and yb["year_minus_chance"]["n"] == 2

@@ -43,7 +43,9 @@ def year_binding(probes, closed: list[dict], row_values: dict[str, set[str]], se
     is the asked period's against the chance of a blind pick among the row's values offered
     (1 / their number), with the paired interval of that difference. A model can gain on fact
     probes by ruling out the neighbouring row alone; binding the year is the rest (docs/results.md,
-    "Which year"). `row_values` maps a row id to its values' digits (kbake.synth.facts.digits)."""
+    "Which year"). `row_only_accuracy` is what a model that always picks one of the row's offered
+    values blindly would score: the ceiling of learning the line items without their periods.
+    `row_values` maps a row id to its values' digits (kbake.synth.facts.digits)."""
     from kbake.synth.facts import digits
 
     out: dict = {}
@@ -52,14 +54,16 @@ def year_binding(probes, closed: list[dict], row_values: dict[str, set[str]], se
             sel = [i for i, p in enumerate(probes) if p.kind == kind and p.split == split]
             if not sel:
                 continue
-            right, chance = [], []
+            right, chance, blind = [], [], []
             for i in sel:
                 p, own = probes[i], row_values.get(probes[i].passage_id, set())
                 offered = sum(digits(o) in own for o in [p.answer, *p.distractors])
+                blind.append(1.0 / offered if digits(p.answer) in own and offered else 0.0)
                 if digits(p.answer) in own and offered > 1 and digits(closed[i]["choice"]) in own:
                     right.append(float(closed[i]["correct"]))
                     chance.append(1.0 / offered)
-            out[f"{kind}/{split}"] = {"n": len(sel), "in_row": len(right) / len(sel),
+            out[f"{kind}/{split}"] = {"n": len(sel), "row_only_accuracy": sum(blind) / len(sel),
+                                      "in_row": len(right) / len(sel),
                                       "year_in_row": sum(right) / len(right) if right else None,
                                       "chance_in_row": sum(chance) / len(chance) if chance else None,
                                       "year_minus_chance": paired_bootstrap(chance, right, seed=seed)}

@@ -94,16 +94,17 @@ def knowledge_map_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
 def binding_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
     """Per model and fact probe kind (test): the share of choices from the probe's own table row,
     and among those the asked period's share against blind chance, with the interval."""
-    header = ["model", "probe kind", "choice from the probe's own row", "asked period among those (chance)",
-              "period minus chance"]
+    header = ["model", "probe kind", "accuracy", "choice from the probe's own row", "asked period among those (chance)",
+              "period minus chance", "accuracy knowing the rows, not the periods"]
     rows = []
     for m in metrics["models"]:
         for key, c in (m.get("year_binding") or {}).items():
             kind, split = key.split("/")
             if split != "test" or c["year_in_row"] is None:
                 continue
-            rows.append([m["name"], KIND_LABELS.get(kind, kind), _pct(c["in_row"]),
-                         f"{_pct(c['year_in_row'])} ({_pct(c['chance_in_row'])})", fmt_change(c["year_minus_chance"])])
+            rows.append([m["name"], KIND_LABELS.get(kind, kind), _pct(m["closed_book"].get(f"acc_{kind}")), _pct(c["in_row"]),
+                         f"{_pct(c['year_in_row'])} ({_pct(c['chance_in_row'])})", fmt_change(c["year_minus_chance"]),
+                         _pct(c.get("row_only_accuracy"))])
     return header, rows
 
 
