@@ -469,7 +469,8 @@ class EvalArgs(StageArgs):
     rag_units: Literal["chunks", "facts"] = "chunks"
     """What RAG retrieves: the run's chunks, or one sentence per fact of its fact table
     (RUN/facts.parquet, written by `kbake synth`; kbake/eval/rag.py `fact_statement`), which binds
-    each value to its line item and period for a reader that cannot read a table row."""
+    each value to its line item and period. On Costco's dev probes no better than chunks for the
+    embedded model (docs/results.md, "RAG over fact statements"), hence `chunks` by default."""
     short_answers: bool = True
     """Also generate short answers and score them by token F1 / exact match (slower than multiple choice)."""
     short_answer_tokens: int = Field(24, ge=1)
