@@ -269,6 +269,25 @@ def embedder_default():
     return load_embedder("default")
 
 
+def acme_filing_run(tmp_path, tiny_model, embedder, rows: list[tuple], restatements: int) -> tuple[RunDir, SynthArgs]:
+    """A run of a one-table HTML 10-K (Acme Pumps Inc., fiscal years from 2025 down, one per number
+    of `rows`), ingested, its fact corpus (restate + fact_qa) written and its fact probes made."""
+    years = range(2025, 2025 - (len(rows[0]) - 1), -1)
+    body = "".join("<tr><td>" + name + "</td>" + "".join(f"<td>{v:,}.0</td>" for v in values) + "</tr>"
+                   for name, *values in rows)
+    doc = tmp_path / "acme-2025.html"
+    doc.write_text("<p>Annual Report on Form 10-K for the fiscal year ended September 27, 2025</p>"
+                   "<p>Acme Pumps Inc. (Exact name of registrant as specified in its charter)</p>"
+                   "<table><tr><td>(in millions)</td>" + "".join(f"<td>Fiscal {y}</td>" for y in years) + "</tr>"
+                   f"{body}</table>")
+    rd = RunDir.at(tmp_path / "run")
+    ingest([str(doc)], rd, IngestArgs(tokenizer=tiny_model), progress=False)
+    sargs = SynthArgs(llm=f"local:{tiny_model}", kinds=["restate", "fact_qa"], fact_restatements=restatements)
+    synth(rd, sargs, progress=False, embedder=embedder)
+    make_fact_probes(rd, ProbesArgs(dev_share=0.3), sargs, seed=0)
+    return rd, sargs
+
+
 def test_tiny_model_bakes_the_fact_table_and_the_report_maps_it(tmp_path, tiny_model, embedder_default):
     """End to end on the tiny model: a filing's table -> facts -> restate + fact_qa -> full
     fine-tuning -> eval. Fact probes are the headline kind; the QA-trained facts' margin rises
@@ -277,20 +296,9 @@ def test_tiny_model_bakes_the_fact_table_and_the_report_maps_it(tmp_path, tiny_m
     from kbake.eval import evaluate
     from kbake.train import train
 
-    rows = "".join(f"<tr><td>{name}</td><td>{a:,}.0</td><td>{b:,}.0</td><td>{c:,}.0</td></tr>"
-                   for name, a, b, c in [("Revenue", 1842, 1642, 1500), ("License fees", 88, 80, 71),
-                                         ("Service revenue", 310, 290, 250), ("Operating income", 402, 377, 351),
-                                         ("Net income", 298, 270, 244), ("Research costs", 61, 57, 49)])
-    doc = tmp_path / "acme-2025.html"
-    doc.write_text("<p>Annual Report on Form 10-K for the fiscal year ended September 27, 2025</p>"
-                   "<p>Acme Pumps Inc. (Exact name of registrant as specified in its charter)</p>"
-                   "<table><tr><td>(in millions)</td><td>Fiscal 2025</td><td>Fiscal 2024</td><td>Fiscal 2023</td></tr>"
-                   f"{rows}</table>")
-    rd = RunDir.at(tmp_path / "run")
-    ingest([str(doc)], rd, IngestArgs(tokenizer=tiny_model), progress=False)
-    sargs = SynthArgs(llm=f"local:{tiny_model}", kinds=["restate", "fact_qa"], fact_restatements=3)
-    synth(rd, sargs, progress=False, embedder=embedder_default)
-    make_fact_probes(rd, ProbesArgs(dev_share=0.3), sargs, seed=0)
+    rd, sargs = acme_filing_run(tmp_path, tiny_model, embedder_default, [
+        ("Revenue", 1842, 1642, 1500), ("License fees", 88, 80, 71), ("Service revenue", 310, 290, 250),
+        ("Operating income", 402, 377, 351), ("Net income", 298, 270, 244), ("Research costs", 61, 57, 49)], restatements=3)
     probes = read_probes(rd.probes)
     assert {p.kind for p in probes} == {"fact_qa", "fact_heldout"} and {p.split for p in probes} == {"dev", "test"}
     recipe = Recipe(seed=0, train=dict(method="full", base_model=tiny_model, data=["restate", "fact_qa"], block_size=64,
@@ -353,18 +361,8 @@ def test_rag_over_fact_statements_finds_the_asked_period(tmp_path, tiny_model, e
     from kbake.eval.rag import fact_statement, is_fact_hit, load_fact_index
     from kbake.synth.facts import read_facts
 
-    rows = "".join(f"<tr><td>{name}</td><td>{a:,}.0</td><td>{b:,}.0</td></tr>"
-                   for name, a, b in [("Revenue", 1842, 1642), ("License fees", 88, 80), ("Net income", 298, 270)])
-    doc = tmp_path / "acme-2025.html"
-    doc.write_text("<p>Annual Report on Form 10-K for the fiscal year ended September 27, 2025</p>"
-                   "<p>Acme Pumps Inc. (Exact name of registrant as specified in its charter)</p>"
-                   "<table><tr><td>(in millions)</td><td>Fiscal 2025</td><td>Fiscal 2024</td></tr>"
-                   f"{rows}</table>")
-    rd = RunDir.at(tmp_path / "run")
-    ingest([str(doc)], rd, IngestArgs(tokenizer=tiny_model), progress=False)
-    sargs = SynthArgs(llm=f"local:{tiny_model}", kinds=["restate", "fact_qa"], fact_restatements=1)
-    synth(rd, sargs, progress=False, embedder=embedder_default)
-    make_fact_probes(rd, ProbesArgs(dev_share=0.3), sargs, seed=0)
+    rd, _ = acme_filing_run(tmp_path, tiny_model, embedder_default,
+                            [("Revenue", 1842, 1642), ("License fees", 88, 80), ("Net income", 298, 270)], restatements=1)
     facts = read_facts(rd)
     index, evidence, rebuilt = load_fact_index(rd, "default", embedder_default)
     assert rebuilt and len(index.texts) == len(facts) == 6

@@ -29,21 +29,27 @@ def load_index(run: RunDir, embedder_name: str, embedder=None, headers: bool = F
     chunks = read_chunks(run.chunks)
     texts = with_headers(chunks) if headers else [c["text"] for c in chunks]
     folder = run.eval_dir / "index"
-    meta_path, vec_path = folder / "meta.json", folder / "embeddings.npy"
     want = {"chunks_sha256": sha256_file(run.chunks), "embedder": embedder_name}
     if headers:
         want["headers"] = True
+    vectors, rebuilt = _cached_vectors(folder, want, texts, embedder, batch_size=32)
+    return ChunkIndex([c["chunk_id"] for c in chunks], texts, vectors, embedder), rebuilt
+
+
+def _cached_vectors(folder, want: dict, texts: list[str], embedder, batch_size: int) -> tuple[np.ndarray, bool]:
+    """The unit-normalised embeddings of `texts`, read from `folder` when its meta.json equals
+    `want` (what they were computed from), else computed and written there; and whether computed now."""
+    meta_path, vec_path = folder / "meta.json", folder / "embeddings.npy"
     if meta_path.exists() and vec_path.exists() and json.loads(meta_path.read_text()) == want:
-        vectors = np.load(vec_path)
-        return ChunkIndex([c["chunk_id"] for c in chunks], texts, vectors, embedder), False
+        return np.load(vec_path), False
     vectors = embedder.encode(texts, normalize_embeddings=True, convert_to_numpy=True,
-                              batch_size=32).astype(np.float32)
+                              batch_size=batch_size).astype(np.float32)
     make_private_dir(folder)
     tmp = folder / ".embeddings.tmp.npy"
     np.save(tmp, vectors)
     tmp.replace(vec_path)
     atomic_write_json(meta_path, want)
-    return ChunkIndex([c["chunk_id"] for c in chunks], texts, vectors, embedder), True
+    return vectors, True
 
 
 def fact_statement(f) -> str:
@@ -71,20 +77,8 @@ def load_fact_index(run: RunDir, embedder_name: str, embedder=None) -> tuple[Chu
         raise ValueError(f"{run.facts}: the fact table is empty; eval.rag_units=facts needs facts")
     embedder = embedder or load_embedder(embedder_name)
     texts = [fact_statement(f) for f in facts]
-    folder = run.eval_dir / "index-facts"
-    meta_path, vec_path = folder / "meta.json", folder / "embeddings.npy"
     want = {"facts_sha256": sha256_file(run.facts), "embedder": embedder_name}
-    rebuilt = not (meta_path.exists() and vec_path.exists() and json.loads(meta_path.read_text()) == want)
-    if not rebuilt:
-        vectors = np.load(vec_path)
-    else:
-        vectors = embedder.encode(texts, normalize_embeddings=True, convert_to_numpy=True,
-                                  batch_size=64).astype(np.float32)
-        make_private_dir(folder)
-        tmp = folder / ".embeddings.tmp.npy"
-        np.save(tmp, vectors)
-        tmp.replace(vec_path)
-        atomic_write_json(meta_path, want)
+    vectors, rebuilt = _cached_vectors(run.eval_dir / "index-facts", want, texts, embedder, batch_size=64)
     return ChunkIndex([f.chunk_id for f in facts], texts, vectors, embedder), [f.evidence for f in facts], rebuilt
 
 
