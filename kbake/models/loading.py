@@ -50,16 +50,18 @@ def default_gguf() -> Path:
     return files[0]
 
 
-def _save_atomically(tok, target: Path) -> None:
-    """Save a tokenizer to `target` through a temporary folder, so a reader never sees half of it."""
+def _write_folder(target: Path, write, marker: str) -> None:
+    """Write a folder through a temporary one renamed into place, so a reader never sees half of
+    it; `write(tmp)` fills it. If another process put `target` (with its `marker` file) there
+    first, theirs is as good as ours."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
     try:
-        tok.save_pretrained(tmp)
+        write(tmp)
         try:
             os.replace(tmp, target)
         except OSError:
-            if not (target / "tokenizer_config.json").exists():  # another process saved it first
+            if not (target / marker).exists():
                 raise
     finally:
         if tmp.exists():
@@ -81,21 +83,13 @@ def _convert_default(target: Path) -> None:
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
-    try:
+
+    def write(tmp: Path) -> None:
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
         (tmp / "SOURCE").write_text(f"converted by kbake from {gguf}\n")
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            # Another process converted it first; theirs is as good as ours.
-            if not (target / "config.json").exists():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+
+    _write_folder(target, write, "config.json")
 
 
 def resolve_lm_path(name: str = DEFAULT_LM) -> str:
@@ -128,7 +122,7 @@ def load_tokenizer(name: str = DEFAULT_LM):
             # Parsing the GGUF takes seconds (about 5 s on 2 cores); a saved tokenizer loads in 0.3 s.
             gguf = default_gguf()
             tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
-            _save_atomically(tok, alone)
+            _write_folder(alone, tok.save_pretrained, "tokenizer_config.json")
     else:
         try:
             tok = AutoTokenizer.from_pretrained(name, local_files_only=_local_only(name))
