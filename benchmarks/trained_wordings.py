@@ -31,7 +31,7 @@ from kbake.models.generate import chat_prompt
 from kbake.models.precision import cast_for_inference, resolve_precision
 from kbake.models.trained import load_trained
 from kbake.run import RunDir, git_hash, read_items, read_probes
-from kbake.synth.facts import digits
+from kbake.synth.facts import row_value_digits
 
 
 def main() -> None:
@@ -50,7 +50,7 @@ def main() -> None:
         trained_q.setdefault(it.id.removeprefix("fact_qa-").rsplit("-", 1)[0], it.question)
     probes = [p for p in read_probes(run.probes) if p.kind == "fact_qa" and p.split == a.split and p.id in trained_q][: a.limit]
     facts = pd.read_parquet(run.facts)
-    row_values = facts.groupby("row_id")["value"].apply(lambda v: {digits(x) for x in v}).to_dict()
+    row_values = row_value_digits(facts.itertuples())
     as_trained = [dataclasses.replace(p, question=trained_q[p.id]) for p in probes]
 
     precision = resolve_precision(recipe.eval.precision)

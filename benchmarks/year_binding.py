@@ -23,7 +23,7 @@ import pandas as pd
 
 from kbake.eval.comparisons import year_binding
 from kbake.run import git_hash, read_probes
-from kbake.synth.facts import digits
+from kbake.synth.facts import row_value_digits
 
 
 def binding_table(metrics: dict, probes: list, row_values: dict[str, set[str]]) -> dict:
@@ -49,7 +49,7 @@ def main() -> None:
     a = ap.parse_args()
     metrics = json.loads(a.metrics.read_text())
     facts = pd.read_parquet(a.facts)
-    rows = facts.groupby("row_id")["value"].apply(lambda v: {digits(x) for x in v}).to_dict()
+    rows = row_value_digits(facts.itertuples())
     table = binding_table(metrics, read_probes(a.probes), rows)
     res = {"command": f"python benchmarks/year_binding.py {a.metrics} {a.facts} {a.probes}",
            "created": datetime.now(UTC).isoformat(timespec="seconds"), "git_hash": git_hash(),

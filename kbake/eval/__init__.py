@@ -242,15 +242,9 @@ def _trajectory(folder: Path, final: dict, data: EvalData, args, precision: str,
 
 def _row_values(run: RunDir) -> dict[str, set[str]]:
     """Table row id -> the digits of its values, from the run's fact table (empty without one)."""
-    from kbake.synth.facts import digits, read_facts
+    from kbake.synth.facts import read_facts, row_value_digits
 
-    if not run.facts.exists():
-        return {}
-    rows: dict[str, set[str]] = {}
-    for f in read_facts(run):
-        if f.row_id:
-            rows.setdefault(f.row_id, set()).add(digits(f.value))
-    return rows
+    return row_value_digits(read_facts(run)) if run.facts.exists() else {}
 
 
 def _train_data(folder: Path) -> list[str] | None:

@@ -56,13 +56,14 @@ def fact_statement(f) -> str:
     """One fact as a retrieval unit: entity, line item, period (as printed and as asked) and value,
     so a reader needs no table to bind them: "Costco Wholesale Corporation, Net sales, fiscal 2022
     (52 Weeks Ended August 28, 2022): $222,730 million." """
+    from kbake.synth.augment import entity_names
     from kbake.synth.facts import phrase
 
     period = f"fiscal {f.period}" if f.period else ""
     if f.period_text and f.period_text != f.period:
         period = f"{period} ({f.period_text})" if period else f.period_text
     name = f.attribute if f.source == "prose" else phrase(f)
-    return ", ".join(p for p in (f.entity or f.doc_id, name, period) if p) + f": {f.value}."
+    return ", ".join(p for p in (entity_names(f)[0], name, period) if p) + f": {f.value}."
 
 
 def load_fact_index(run: RunDir, embedder_name: str, embedder=None) -> tuple[ChunkIndex, list[str], bool]:

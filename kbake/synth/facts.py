@@ -190,6 +190,17 @@ def digits(value: str) -> str:
     return re.sub(r"[^\d.]", "", value)
 
 
+def row_value_digits(facts) -> dict[str, set[str]]:
+    """Table row id -> the digits of its facts' values (`digits`): which figures a probe's options
+    share with its own row. `facts`: Fact objects or any rows with `row_id` and `value` (a
+    DataFrame's itertuples()); facts without a row (prose) are left out."""
+    rows: dict[str, set[str]] = {}
+    for f in facts:
+        if f.row_id:
+            rows.setdefault(f.row_id, set()).add(digits(f.value))
+    return rows
+
+
 def seeded_share(key: str) -> float:
     """A number in [0, 1) fixed by `key` (sha256): a seeded draw that no process state changes."""
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
