@@ -455,17 +455,18 @@ class EvalArgs(StageArgs):
     """The base model everything is compared with (should be the one the checkpoints were trained from)."""
     embedder: str = "default"
     """Sentence-transformers model for the RAG index: 'default' (all-MiniLM-L6-v2), a HF id or a folder."""
-    retriever: Literal["dense", "lexical", "hybrid"] = "lexical"
+    retriever: Literal["dense", "lexical", "hybrid"] = "hybrid"
     """How RAG finds chunks: dense (embedder, cosine), lexical (BM25) or hybrid (both, reciprocal
-    rank fusion). Lexical by default, chosen on dev probes of four documents: recall@3 83.1% against
-    77.1% hybrid and 68.7% dense on 83 hand-written, 68.5% / 54.3% / 32.0% on 798 fact probes
-    (docs/results.md, "The retriever chosen on dev probes"; benchmarks/retrieval_dev.py)."""
+    rank fusion). Hybrid over headed chunks by default, the strongest on dev probes of four
+    documents: recall@3 86.7% against plain lexical's 83.1% on 83 hand-written (+3.6 [-6.0, +13.3])
+    and 82.1% against 68.5% on 798 fact probes (+13.5 [+10.4, +16.8]) (docs/results.md, "The
+    retriever chosen on dev probes" and "Chunk headers"; benchmarks/retrieval_dev.py)."""
     rag_k: int = Field(3, ge=1, le=50)
     """Chunks retrieved into the prompt for RAG."""
-    chunk_headers: bool = False
+    chunk_headers: bool = True
     """Index each chunk with its document and section in front ("Costco Wholesale Corporation,
     2022-08-28 — Item 7—… — RESULTS OF OPERATIONS"; kbake/ingest/headers.py), and give RAG the
-    chunks so: docs/results.md, "Chunk headers"."""
+    chunks so: docs/results.md, "Chunk headers". On by default with `hybrid` (see `retriever`)."""
     rag_units: Literal["chunks", "facts"] = "chunks"
     """What RAG retrieves: the run's chunks, or one sentence per fact of its fact table
     (RUN/facts.parquet, written by `kbake synth`; kbake/eval/rag.py `fact_statement`), which binds

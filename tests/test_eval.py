@@ -145,7 +145,8 @@ def test_report_has_every_section(tmp_path, tiny_model, embedder):
     assert 0 <= lora["closed_book"]["acc_paraphrase"] <= 1 and "f1" in lora["short_answer"]
     assert lora["trainable_params"] > 0 and lora["method"] == "lora"
     # both splits of the shipped probe file, reported apart; the headline is test
-    assert metrics["retrieval"]["retriever"] == "lexical" and "lexical retrieval" in (run.eval_dir / "report.md").read_text()
+    assert metrics["retrieval"]["retriever"] == "hybrid" and metrics["retrieval"]["chunk_headers"]
+    assert "hybrid retrieval, chunks with headers;" in (run.eval_dir / "report.md").read_text()
     assert metrics["probes"]["n"] == 193 and metrics["probes"]["n_test"] == 125 and metrics["probes"]["n_dev"] == 68
     assert lora["closed_book"]["n"] == 125 and lora["dev"]["closed_book"]["n"] == 68
     assert {p["split"] for p in metrics["per_probe"]} == {"dev", "test"}

@@ -159,7 +159,8 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
         "probes": {"n": len(probes), "n_test": sum(p.split == "test" for p in probes),
                    "n_dev": sum(p.split == "dev" for p in probes), "learning_kind": learning_kind(probes),
                    "kinds": {k: sum(p.kind == k and p.split == "test" for p in probes) for k in probe_kinds(probes)}},
-        "retrieval": {"retriever": args.retriever, "k": args.rag_k, "units": args.rag_units, "recall_at_k":
+        "retrieval": {"retriever": args.retriever, "k": args.rag_k, "units": args.rag_units,
+                      "chunk_headers": args.chunk_headers and args.rag_units == "chunks", "recall_at_k":
                       mean(r for r, p in zip(recall, probes) if p.split == "test"),
                       "embedder": args.embedder, "index_rebuilt": rebuilt},
         "general": {"paragraphs": len(data.replay_seqs), "novel_passages": len(data.novel_seqs),
