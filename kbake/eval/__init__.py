@@ -139,7 +139,7 @@ def evaluate(run: RunDir, recipe: Recipe, *, progress: bool = True, embedder=Non
         res["knowledge_map"] = knowledge_map(probes, base_items["closed"], res["_items"]["closed"])
         if rows:
             res["year_binding"] = year_binding(probes, res["_items"]["closed"], rows, recipe.seed)
-        res["trajectory"] = _trajectory(folder, res, data, args, precision, base_items, recipe.seed, progress)
+        res["trajectory"] = _trajectory(folder, res, data, args, precision, base_items, recipe.seed, progress, rows)
         models.append(res)
     by_name = {m["name"]: m for m in models}
     for m in models[1:]:
@@ -204,10 +204,11 @@ def item_rows(metrics: dict) -> list[dict]:
 
 
 def _trajectory(folder: Path, final: dict, data: EvalData, args, precision: str, base_items: dict, seed: int,
-                progress: bool) -> list[dict]:
+                progress: bool, rows: dict[str, set[str]]) -> list[dict]:
     """The learning (test, and dev to choose the stopping point on) and general-eval change at each
     snapshot, then at the final model; `by_kind` has the test and dev change of every probe kind
-    (held-out facts beside QA-trained ones)."""
+    (held-out facts beside QA-trained ones), `year_binding` the period binding where the run has a
+    fact table."""
     key = learning_kind(data.probes)
     lkey = f"closed_book_{key}" if key else "closed_book"
     kinds = probe_kinds(data.probes)
@@ -232,12 +233,14 @@ def _trajectory(folder: Path, final: dict, data: EvalData, args, precision: str,
         points.append({"step": step, "learning": ch.get(lkey), "dev_learning": dev_change(res["_items"]["closed"]),
                        "general_eval": ch.get("general_eval"), "by_kind": by_kind(ch, res["_items"]["closed"]),
                        "novel_ppl": ch.get("novel_ppl"), "replay_ppl": ch.get("replay_ppl"),
-                       "updates": (res.get("updates") or {}).get("closed_book"), "eval_seconds": res["eval_seconds"]})
+                       "updates": (res.get("updates") or {}).get("closed_book"), "eval_seconds": res["eval_seconds"],
+                       "year_binding": year_binding(data.probes, res["_items"]["closed"], rows, seed) if rows else None})
     points.append({"step": final.get("steps"), "learning": final["vs_base"].get(lkey),
                    "dev_learning": dev_change(final["_items"]["closed"]),
                    "general_eval": final["vs_base"].get("general_eval"),
                    "by_kind": by_kind(final["vs_base"], final["_items"]["closed"]),
-                   "novel_ppl": final["vs_base"].get("novel_ppl"), "replay_ppl": final["vs_base"].get("replay_ppl")})
+                   "novel_ppl": final["vs_base"].get("novel_ppl"), "replay_ppl": final["vs_base"].get("replay_ppl"),
+                   "year_binding": final.get("year_binding")})
     return points
 
 

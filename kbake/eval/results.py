@@ -74,6 +74,9 @@ class TrajectoryPoint(_Strict):
     """Perplexity change on held-out Wikipedia, the replay domain."""
     updates: dict | None = None
     """Outcome shares on update probes, when the run has dated changes."""
+    year_binding: dict[str, dict] | None = None
+    """Which period, at this point of training (as `ModelResult.year_binding`): whether more
+    exposures bind the asked period or only the line item."""
     eval_seconds: float | None = None
 
 
