@@ -452,8 +452,8 @@ def demo(
     ingest → probes → synth (QA + EntiGraph) → train LoRA → eval against the base model
     and RAG (learning on test and dev probes, forgetting on four general-eval sets and a
     novel, every change with a 95% interval); prints the table and the path of report.html.
-    On 2 CPU cores with native bf16 the whole demo took 18.1 minutes, 9.5 before the
-    general-eval sets were added (docs/results.md).
+    On 2 CPU cores with native bf16 the whole demo took 12.5 minutes on a fresh clone
+    (docs/results.md, "The yardstick").
     """
     from kbake.demo import run_demo
 
