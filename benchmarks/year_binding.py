@@ -9,6 +9,9 @@ paired bootstrap interval of that difference: kbake.eval.comparisons.year_bindin
 eval` now stores per model; this script computes it for a metrics.json written before that.
 
     python benchmarks/year_binding.py R/eval/metrics.json R/facts.parquet R/probes.jsonl --out F.json
+
+With --snapshots, each model's snapshots (the `trajectory[*].year_binding` that eval stores since
+2026-12-07) come before it as NAME@STEP: does the period bind with more exposures?
 """
 
 from __future__ import annotations
@@ -40,18 +43,38 @@ def binding_table(metrics: dict, probes: list, row_values: dict[str, set[str]]) 
     return out
 
 
+def with_snapshots(table: dict, metrics: dict) -> dict:
+    """The table with each model's snapshots (NAME@STEP, from the year binding eval stored along its
+    trajectory) placed before the model's own column; the final point is the model itself."""
+    out: dict = {}
+    for key, cell in table.items():
+        new = {"n": cell["n"]}
+        for m in metrics["models"]:
+            for t in m.get("trajectory") or []:
+                if t.get("year_binding") and t["step"] != m.get("steps") and key in t["year_binding"]:
+                    new[f"{m['name']}@{t['step']}"] = t["year_binding"][key]
+            if m["name"] in cell:
+                new[m["name"]] = cell[m["name"]]
+        out[key] = new
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("metrics", type=Path)
     ap.add_argument("facts", type=Path)
     ap.add_argument("probes", type=Path)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--snapshots", action="store_true", help="also each model's snapshots (NAME@STEP), from its trajectory")
     a = ap.parse_args()
     metrics = json.loads(a.metrics.read_text())
     facts = pd.read_parquet(a.facts)
     rows = row_value_digits(facts.itertuples())
     table = binding_table(metrics, read_probes(a.probes), rows)
-    res = {"command": f"python benchmarks/year_binding.py {a.metrics} {a.facts} {a.probes}",
+    if a.snapshots:
+        table = with_snapshots(table, metrics)
+    res = {"command": f"python benchmarks/year_binding.py {a.metrics} {a.facts} {a.probes}"
+                      + (" --snapshots" if a.snapshots else ""),
            "created": datetime.now(UTC).isoformat(timespec="seconds"), "git_hash": git_hash(),
            "machine": platform.processor() or platform.machine(), "table": table}
     for key, cell in table.items():
