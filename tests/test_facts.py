@@ -403,3 +403,22 @@ def test_year_binding_separates_knowing_the_row_from_knowing_the_period():
     assert yb["n"] == 3 and yb["in_row"] == pytest.approx(2 / 3) and yb["row_only_accuracy"] == pytest.approx(1 / 3)
     assert yb["year_in_row"] == 0.5 and yb["chance_in_row"] == pytest.approx(1 / 3)
     assert yb["year_minus_chance"]["diff"] == pytest.approx(0.5 - 1 / 3) and yb["year_minus_chance"]["n"] == 2
+
+
+def test_year_binding_benchmark_puts_each_snapshot_before_its_model():
+    """benchmarks/year_binding.py --snapshots: NAME@STEP columns from the stored trajectory, in step
+    order before the model's own; the final trajectory point is not repeated."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("year_binding_bench", Path(__file__).parents[1] / "benchmarks" / "year_binding.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    cell = {"year_in_row": 0.5}
+    table = {"fact_qa/dev": {"n": 3, "base": cell, "a": cell}}
+    metrics = {"models": [{"name": "base"}, {"name": "a", "steps": 30, "trajectory": [
+        {"step": 10, "year_binding": {"fact_qa/dev": {"year_in_row": 0.1}}},
+        {"step": 20, "year_binding": {"fact_qa/dev": {"year_in_row": 0.2}}},
+        {"step": 30, "year_binding": {"fact_qa/dev": cell}}]}]}
+    out = bench.with_snapshots(table, metrics)["fact_qa/dev"]
+    assert list(out) == ["n", "base", "a@10", "a@20", "a"] and out["a@20"]["year_in_row"] == 0.2
