@@ -7,6 +7,9 @@ its metrics.json compared without times, provenance and keys only one side has.
     PYTHONPATH=.           python benchmarks/before_after.py run .           /tmp/after.json  --precision bf16
     python benchmarks/before_after.py diff /tmp/before.json /tmp/after.json
 
+`diff` also takes two runs' RUN/eval/metrics.json as they are (e.g. `make demo` twice with the
+same seed), scrubbed the same way first.
+
 The run uses tests/conftest.py and tests/test_determinism.py of the checkout it measures (the
 tiny model is built there, in seconds); each side runs in its own process.
 """
@@ -70,6 +73,18 @@ def run(root: Path, out: Path, precision: str, warmup: float) -> None:
     print(f"{out}: {len(losses)} steps, final loss {losses[-1]:.6f}")
 
 
+def comparable(data: dict) -> dict:
+    """A `run` output as it is; a metrics.json without times and provenance (tests/test_determinism.scrub)."""
+    if "metrics" in data and "losses" in data:
+        return data
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import test_determinism
+
+    data = test_determinism.scrub(data)
+    data.pop("provenance", None)
+    return data
+
+
 def differences(a, b, path=""):
     """Paths whose values differ; a key only one side has is skipped (a change may add outputs)."""
     if isinstance(a, dict) and isinstance(b, dict):
@@ -97,7 +112,7 @@ def main() -> None:
     if a.cmd == "run":
         run(a.root, a.out, a.precision, a.warmup)
         return
-    diff = list(differences(json.loads(a.a.read_text()), json.loads(a.b.read_text())))
+    diff = list(differences(comparable(json.loads(a.a.read_text())), comparable(json.loads(a.b.read_text()))))
     print("\n".join(diff[:40]) or "identical (apart from times, provenance and keys one side lacks)")
     print(f"{len(diff)} values differ")
 
