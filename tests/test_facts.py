@@ -303,7 +303,7 @@ def test_tiny_model_bakes_the_fact_table_and_the_report_maps_it(tmp_path, tiny_m
     assert {p.kind for p in probes} == {"fact_qa", "fact_heldout"} and {p.split for p in probes} == {"dev", "test"}
     recipe = Recipe(seed=0, train=dict(method="full", base_model=tiny_model, data=["restate", "fact_qa"], block_size=64,
                                        batch_size=4, epochs=20, lr=1e-2, warmup_ratio=0.0, eval_every=1000,
-                                       save_every=1000, snapshot_every=20, replay_ratio=0.0, precision="bf16"),
+                                       save_every=1000, snapshot_every=180, replay_ratio=0.0, precision="bf16"),
                     eval=EvalArgs(base_model=tiny_model, general_paragraphs=2, general_questions=0, novel_passages=2,
                                   general_eval_items=2, general_eval_sets=["arc_easy"], short_answers=False, batch_size=8))
     # bf16 pinned: the margin rise below was measured in bf16; `auto` picks fp32 on a CPU without
