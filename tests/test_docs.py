@@ -30,3 +30,29 @@ def test_a_table_that_drifts_from_its_data_is_caught(tmp_path, monkeypatch):
     new = docs_tables.render(doc)
     assert "| stale |" not in new and "+10.0 [+0.0, +20.0] (+5.0, +15.0) 2↑ 1↓" in new and "±12.0" in new
     assert docs_tables.render(new) == new
+
+
+def test_every_prose_figure_is_in_a_data_file():
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "docs_figures.py")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout
+
+
+def test_a_figure_without_data_and_a_figure_in_a_recipe_are_caught(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import docs_figures
+    finally:
+        sys.path.pop(0)
+    (tmp_path / "docs" / "data").mkdir(parents=True)
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "docs" / "data" / "run.json").write_text('{"m": {"x": {"diff": 0.0222, "lo": -0.0889, "hi": 0.1333}}}')
+    (tmp_path / "README.md").write_text("Gained +2.2 [-8.9, +13.3] on test, and +0.02 [-0.09, +0.13] as a share.\n")
+    (tmp_path / "docs" / "results.md").write_text(
+        "## Kept\nthen +2.3 [-8.9, +13.3], one digit off\n"
+        f"## Old\n{docs_figures.EXEMPT}\n+9.9 [+1.0, +20.0]\n### Under old\n+9.8 [+1.0, +20.0]\n"
+        "## New\n+9.7 [+1.0, +20.0]\n")
+    (tmp_path / "recipes" / "r.yaml").write_text("# gains +2.2 [-8.9, +13.3]\nseed: 0\n")
+    found = docs_figures.unbacked(tmp_path)
+    assert found == ["docs/results.md:2: +2.3 [-8.9, +13.3] is in no docs/data file",
+                     "docs/results.md:9: +9.7 [+1.0, +20.0] is in no docs/data file",
+                     "recipes/r.yaml:1: +2.2 [-8.9, +13.3]: a recipe names its result, the figure belongs in docs"]
