@@ -5,6 +5,7 @@ change of the second model against the first (kbake.eval.intervals). Also the ge
 and novel-perplexity changes of each against the base, as eval stored them.
 
     python benchmarks/model_vs_model.py R/eval/metrics.json R/facts.parquet R/probes.jsonl A B --out F.json
+    ... A B --b-metrics R2/eval/metrics.json   # B evaluated in another run on the same probes
 """
 
 from __future__ import annotations
@@ -49,6 +50,20 @@ def compare(metrics: dict, facts: pd.DataFrame, probes: dict[str, dict], a: str,
     return {"a": a, "b": b, "table": out, "forgetting": forgetting}
 
 
+def with_model_from(metrics: dict, other: dict, name: str) -> dict:
+    """`metrics` with model `name`'s per-probe results and summary taken from `other`, an eval of
+    the same probes with the same base results (checked), e.g. a model trained in another run."""
+    if [p["id"] for p in metrics["per_probe"]] != [p["id"] for p in other["per_probe"]]:
+        raise ValueError("the two metrics.json hold other probes")
+    if [p["models"]["base"]["closed"] for p in metrics["per_probe"]] != [p["models"]["base"]["closed"] for p in other["per_probe"]]:
+        raise ValueError("the base model scored differently in the two metrics.json")
+    model = next((m for m in other["models"] if m["name"] == name), None)
+    if model is None:
+        raise ValueError(f"no model named {name!r} in the second metrics.json")
+    per_probe = [{**p, "models": {**p["models"], name: q["models"][name]}} for p, q in zip(metrics["per_probe"], other["per_probe"])]
+    return {**metrics, "per_probe": per_probe, "models": [*metrics["models"], model]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("metrics", type=Path)
@@ -56,13 +71,17 @@ def main() -> None:
     ap.add_argument("probes", type=Path)
     ap.add_argument("a", help="the first model's name (the reference)")
     ap.add_argument("b", help="the second model's name (the change)")
+    ap.add_argument("--b-metrics", type=Path, help="B's metrics.json when B was evaluated in another run on the same probes")
     ap.add_argument("--out", type=Path)
     x = ap.parse_args()
     metrics = json.loads(x.metrics.read_text())
+    if x.b_metrics:
+        metrics = with_model_from(metrics, json.loads(x.b_metrics.read_text()), x.b)
     facts = pd.read_parquet(x.facts)
     probes = {p["id"]: p for p in map(json.loads, x.probes.read_text().splitlines()) if p.get("kind", "").startswith("fact_")}
     res = compare(metrics, facts, probes, x.a, x.b)
-    res.update({"command": "python benchmarks/model_vs_model.py " + " ".join(map(str, [x.metrics, x.facts, x.probes, x.a, x.b])),
+    res.update({"command": "python benchmarks/model_vs_model.py " + " ".join(map(str, [x.metrics, x.facts, x.probes, x.a, x.b]))
+                + (f" --b-metrics {x.b_metrics}" if x.b_metrics else ""),
                 "created": datetime.now(UTC).isoformat(timespec="seconds"), "machine": platform.processor() or platform.machine(),
                 "git_hash": metrics["provenance"].get("git_hash"), "seed": metrics["provenance"].get("seed")})
     for key, cell in res["table"].items():

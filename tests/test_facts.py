@@ -422,3 +422,27 @@ def test_year_binding_benchmark_puts_each_snapshot_before_its_model():
         {"step": 30, "year_binding": {"fact_qa/dev": cell}}]}]}
     out = bench.with_snapshots(table, metrics)["fact_qa/dev"]
     assert list(out) == ["n", "base", "a@10", "a@20", "a"] and out["a@20"]["year_in_row"] == 0.2
+
+
+def test_model_vs_model_takes_the_second_model_from_another_eval_of_the_same_probes():
+    """benchmarks/model_vs_model.py --b-metrics: B's per-probe results join A's eval when the probes
+    and the base's answers are the same, and another probe set or base is refused."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("model_vs_model_bench", Path(__file__).parents[1] / "benchmarks" / "model_vs_model.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    first = {"models": [{"name": "base"}, {"name": "a"}],
+             "per_probe": [{"id": "p1", "models": {"base": {"closed": True}, "a": {"closed": False}}},
+                           {"id": "p2", "models": {"base": {"closed": False}, "a": {"closed": True}}}]}
+    second = {"models": [{"name": "base"}, {"name": "b", "steps": 5}],
+              "per_probe": [{"id": "p1", "models": {"base": {"closed": True}, "b": {"closed": True}}},
+                            {"id": "p2", "models": {"base": {"closed": False}, "b": {"closed": False}}}]}
+    merged = bench.with_model_from(first, second, "b")
+    assert [m["name"] for m in merged["models"]] == ["base", "a", "b"]
+    assert [p["models"]["b"]["closed"] for p in merged["per_probe"]] == [True, False]
+    assert [p["models"]["a"]["closed"] for p in merged["per_probe"]] == [False, True]
+    second["per_probe"][1]["models"]["base"]["closed"] = True
+    with pytest.raises(ValueError, match="base model scored differently"):
+        bench.with_model_from(first, second, "b")
