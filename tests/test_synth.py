@@ -13,7 +13,7 @@ import pytest
 from conftest import env_with_tests_on_path
 from openai_server import FakeOpenAI, grounded_answer
 
-from kbake.config import IngestArgs, ProbesArgs, SynthArgs
+from kbake.config import IngestArgs, ProbesArgs, SynthArgs, load_recipe, parse_sets
 from kbake.ingest import ingest
 from kbake.models import load_tokenizer
 from kbake.run import RunDir, SynthItem, read_chunks, read_items, read_probes
@@ -160,20 +160,22 @@ def test_warm_rerun_makes_zero_calls_and_same_items(run, embedder):
     assert before == {k: (run.synth_dir / f"{k}.jsonl").read_text() for k in ("qa", "entigraph")}
 
 
-def test_killed_synth_resumes_without_repeating_calls(tmp_path, run, tiny_model):
+def test_killed_synth_resumes_without_repeating_calls(tmp_path, run, tiny_model, embedder):
     """SIGKILL a `kbake synth` mid-run; the re-run makes only the missing calls and ends with
-    exactly the items an uninterrupted run writes."""
+    exactly the items an uninterrupted run writes (run in this process: the recipe the CLI
+    resolves from the same flags, so one subprocess start fewer)."""
     ref = RunDir.at(tmp_path / "ref")
     ref.root.mkdir()
     for name in ("chunks.parquet", "manifest.json", "probes.jsonl"):
         (ref.root / name).write_bytes((run.root / name).read_bytes())
     env = env_with_tests_on_path()
+    sets = ["synth.qa_types=[factual]", "synth.rephrase_styles=[summary]", "synth.max_chunks=24"]
     with FakeOpenAI(answer=grounded_answer, latency=0.05) as server:
         args = ["--llm", "openai:scripted", "--base-url", server.base_url, "--kind", "qa,rephrase", "--concurrency", "2",
-                "--set", "synth.qa_types=[factual]", "--set", "synth.rephrase_styles=[summary]",
-                "--set", "synth.max_chunks=24", "-q", "--yes"]  # 48 calls of the sample's 69 chunks x 2: time goes to the calls
-        subprocess.run([sys.executable, "-m", "kbake.cli", "synth", "--run", str(ref.root), *args], check=True,
-                       env=env, capture_output=True)
+                *[x for s in sets for x in ("--set", s)], "-q", "--yes"]  # 48 calls of the sample's 69 chunks x 2
+        cfg = load_recipe(None, {**parse_sets(sets), "synth.llm": "openai:scripted", "synth.base_url": server.base_url,
+                                 "synth.kinds": ["qa", "rephrase"], "synth.concurrency": 2})
+        synth(ref, cfg.synth, seed=cfg.seed, progress=False, embedder=embedder)
         total = server.requests
         proc = subprocess.Popen([sys.executable, "-m", "kbake.cli", "synth", "--run", str(run.root), *args],
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
