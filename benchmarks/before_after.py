@@ -7,6 +7,10 @@ its metrics.json compared without times, provenance and keys only one side has.
     PYTHONPATH=.           python benchmarks/before_after.py run .           /tmp/after.json  --precision bf16
     python benchmarks/before_after.py diff /tmp/before.json /tmp/after.json
 
+`--eval-set KEY=VALUE` pins an eval option on one side, where a later checkout changed a default
+the earlier one has no key for (e.g. `--eval-set retriever=lexical --eval-set chunk_headers=false`
+on the after side reproduces the old retrieval).
+
 `diff` also takes two runs' RUN/eval/metrics.json as they are (e.g. `make demo` twice with the
 same seed), scrubbed the same way first.
 
@@ -22,8 +26,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+import yaml
 
-def run(root: Path, out: Path, precision: str, warmup: float) -> None:
+
+def run(root: Path, out: Path, precision: str, warmup: float, eval_sets: dict | None = None) -> None:
     sys.path.insert(0, str(root / "tests"))
     import conftest
     import test_determinism
@@ -63,7 +69,8 @@ def run(root: Path, out: Path, precision: str, warmup: float) -> None:
                                        save_every=1000, replay_ratio=0.2, precision=precision),
                     eval=EvalArgs(base_model=tiny, general_paragraphs=2, general_questions=1, novel_passages=2,
                                   general_eval_items=4, general_eval_sets=["arc_easy"], short_answers=True,
-                                  short_answer_tokens=4, batch_size=8, precision=precision))
+                                  short_answer_tokens=4, batch_size=8, precision=precision,
+                                  **(eval_sets or {})))
     train(rd, recipe, progress=False)
     evaluate(rd, recipe, progress=False, embedder=embedder)
     metrics = test_determinism.scrub(json.loads((rd.eval_dir / "metrics.json").read_text()))
@@ -104,12 +111,16 @@ def main() -> None:
     r.add_argument("out", type=Path)
     r.add_argument("--precision", default="bf16", choices=["fp32", "bf16"])
     r.add_argument("--warmup", type=float, default=0.0, help="train.warmup_ratio")
+    r.add_argument("--eval-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="an eval option (YAML value), to pin on one side a default the other lacks "
+                        "(e.g. chunk_headers=false after the key was added)")
     d = sub.add_parser("diff")
     d.add_argument("a", type=Path)
     d.add_argument("b", type=Path)
     a = ap.parse_args()
     if a.cmd == "run":
-        run(a.root, a.out, a.precision, a.warmup)
+        run(a.root, a.out, a.precision, a.warmup,
+            {k: yaml.safe_load(v) for k, v in (x.split("=", 1) for x in a.eval_set)})
         return
     diff = list(differences(comparable(json.loads(a.a.read_text())), comparable(json.loads(a.b.read_text()))))
     print("\n".join(diff[:40]) or "identical (apart from times, provenance and keys one side lacks)")
