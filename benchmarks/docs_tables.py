@@ -164,6 +164,26 @@ def rag_units(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def rag_context(data: dict) -> str:
+    """benchmarks/rag_context_dev.py's output: per probe family and document (dev), the base model's
+    RAG accuracy (recall@k beside it) for each chunk size x k, and the paired change against the reference."""
+    names, ref = data["configs"], data["reference"]
+    lines = ["| dev probes | document | n | " + " | ".join("{}-token chunks, k={}".format(*c.split("x"))
+                                                      + (" (reference)" if c == ref else "") for c in names) + " |",
+             "|---|---|---|" + "---|" * len(names)]
+    for fam, g in data["groups"].items():
+        for doc, s in g.items():
+            cells = []
+            for c in names:
+                cell = f"{100 * s['accuracy'][c]:.1f}% (recall {100 * s['recall'][c]:.0f}%)"
+                if c != ref:
+                    cell += f", {change_text(s['vs_reference'][c])}"
+                cells.append(cell)
+            name = f"**{doc}**" if doc == "all documents" else doc
+            lines.append(f"| {fam} | {name} | {s['n']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def year_binding(data: dict) -> str:
     """benchmarks/year_binding.py's output: per probe kind, split and model, the share of choices
     from the probe's own row, and among those the asked year's share against blind chance."""
@@ -197,7 +217,7 @@ def trained_wordings(data: dict) -> str:
 
 RENDERERS = {"fact_seeds": fact_seeds, "retrieval_dev": retrieval_dev, "retrieval_headers": retrieval_headers,
              "trajectory": trajectory, "model_vs_model": model_vs_model,
-             "heldout_choices": heldout_choices, "rag_units": rag_units,
+             "heldout_choices": heldout_choices, "rag_units": rag_units, "rag_context": rag_context,
              "year_binding": year_binding, "trained_wordings": trained_wordings}
 
 
