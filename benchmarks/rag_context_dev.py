@@ -26,6 +26,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from retrieval_dev import dev_runs, family
+
 from kbake.config import load_recipe
 from kbake.eval.intervals import paired_bootstrap
 from kbake.eval.model_scores import score_probes
@@ -35,14 +37,8 @@ from kbake.models import load_causal_lm, load_embedder
 from kbake.models.generate import chat_prompt
 from kbake.models.precision import cast_for_inference, resolve_precision
 from kbake.run import RunDir, git_hash, load_manifest, read_probes
-from kbake.sample import sample_documents, sample_probes
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def family(probe) -> str:
-    """'hand-written' for questions people wrote, 'fact' for rule-made fact-table probes."""
-    return "fact" if probe.kind.startswith("fact_") else "hand-written"
 
 
 def rechunked(run: RunDir, chunk_tokens: int, recipe) -> RunDir:
@@ -84,12 +80,7 @@ def main() -> None:
     reference = f"{recipe.ingest.chunk_tokens}x{ev.rag_k}"
     names = list(dict.fromkeys([reference, *a.configs.split(",")]))
     configs = [(c, int(c.split("x")[0]), int(c.split("x")[1])) for c in names]
-    runs = [(name, RunDir.at(Path(folder))) for name, folder in (r.split("=", 1) for r in a.run)]
-    if a.sample:
-        run = RunDir.at(Path(tempfile.mkdtemp()) / "run")
-        ingest([str(p) for p in sample_documents()], run, load_recipe(ROOT / "recipes" / "demo.yaml").ingest, progress=False)
-        run.probes.write_bytes(sample_probes().read_bytes())
-        runs.append(("corvane-sample", run))
+    runs = dev_runs(a.run, a.sample)
     embedder = load_embedder(ev.embedder)
     precision = resolve_precision(ev.precision)
     model, tok = load_causal_lm(ev.base_model)

@@ -68,6 +68,18 @@ def summary(rows: list[dict], default: str, seed: int = 0) -> dict:
     return out
 
 
+def dev_runs(run_args: list[str], sample: bool) -> list[tuple[str, RunDir]]:
+    """(name, run) of each NAME=FOLDER, and the shipped sample ingested with recipes/demo.yaml and
+    its probes when `sample` (into a temporary folder)."""
+    runs = [(name, RunDir.at(Path(folder))) for name, folder in (r.split("=", 1) for r in run_args)]
+    if sample:
+        run = RunDir.at(Path(tempfile.mkdtemp()) / "run")
+        ingest([str(p) for p in sample_documents()], run, load_recipe(ROOT / "recipes" / "demo.yaml").ingest, progress=False)
+        run.probes.write_bytes(sample_probes().read_bytes())
+        runs.append(("corvane-sample", run))
+    return runs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", action="append", default=[], help="NAME=FOLDER of a run with chunks and probes")
@@ -79,12 +91,7 @@ def main() -> None:
     a = ap.parse_args()
 
     recipe = load_recipe(a.recipe)
-    runs = [(name, RunDir.at(Path(folder))) for name, folder in (r.split("=", 1) for r in a.run)]
-    if a.sample:
-        run = RunDir.at(Path(tempfile.mkdtemp()) / "run")
-        ingest([str(p) for p in sample_documents()], run, load_recipe(ROOT / "recipes" / "demo.yaml").ingest, progress=False)
-        run.probes.write_bytes(sample_probes().read_bytes())
-        runs.append(("corvane-sample", run))
+    runs = dev_runs(a.run, a.sample)
     default = recipe.eval.retriever
     rows = []
     for name, run in runs:
