@@ -145,21 +145,22 @@ def heldout_choices(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def rag_cell(accuracy: float, recall: float | None, change: dict | None) -> str:
+    """'27.7% (recall 82%), +5.9 [+0.0, +12.2]': a RAG configuration's accuracy, its recall@k when
+    measured, and its paired change against the reference (none for the reference itself)."""
+    cell = f"{100 * accuracy:.1f}%"
+    if recall is not None:
+        cell += f" (recall {100 * recall:.0f}%)"
+    return cell + (f", {change_text(change)}" if change else "")
+
+
 def rag_units(data: dict) -> str:
     """benchmarks/rag_units_dev.py's output: per probe kind (dev), the base model's accuracy closed
     book and with each retrieval (recall@k beside it), and the paired change against the chunks."""
     names = list(next(iter(data["kinds"].values()))["configs"])
     lines = ["| dev probes | n | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
     for kind, row in data["kinds"].items():
-        cells = []
-        for n in names:
-            c = row["configs"][n]
-            cell = f"{100 * c['accuracy']:.1f}%"
-            if c["recall"] is not None:
-                cell += f" (recall {100 * c['recall']:.0f}%)"
-            if c["vs_reference"]:
-                cell += f", {change_text(c['vs_reference'])}"
-            cells.append(cell)
+        cells = [rag_cell(c["accuracy"], c["recall"], c["vs_reference"]) for c in (row["configs"][n] for n in names)]
         lines.append(f"| {KIND_NAMES.get(kind, kind)} | {row['n']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -173,12 +174,7 @@ def rag_context(data: dict) -> str:
              "|---|---|---|" + "---|" * len(names)]
     for fam, g in data["groups"].items():
         for doc, s in g.items():
-            cells = []
-            for c in names:
-                cell = f"{100 * s['accuracy'][c]:.1f}% (recall {100 * s['recall'][c]:.0f}%)"
-                if c != ref:
-                    cell += f", {change_text(s['vs_reference'][c])}"
-                cells.append(cell)
+            cells = [rag_cell(s["accuracy"][c], s["recall"][c], s["vs_reference"].get(c)) for c in names]
             name = f"**{doc}**" if doc == "all documents" else doc
             lines.append(f"| {fam} | {name} | {s['n']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
