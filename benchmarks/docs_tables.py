@@ -211,10 +211,34 @@ def trained_wordings(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def settings_dev(data: dict) -> str:
+    """benchmarks/settings_dev.py's output: per setting, pooled over its seeds, the change against
+    the base and against the reference on dev (chosen on), on test per probe kind (reported), and
+    general-eval accuracy; novel perplexity per seed; the decision under the table."""
+    first = next(iter(data["settings"].values()))
+    tests = [k for k in first if k.startswith("test_")]
+    ref = data["decision"]["reference"]
+    lines = ["| setting | seeds | dev accuracy | dev change | dev minus " + ref + " | "
+             + " | ".join(f"test {k[5:]} change" for k in tests)
+             + " | general-eval change | general-eval minus " + ref + " | novel perplexity per seed |",
+             "|---|---|---|---|---|" + "---|" * len(tests) + "---|---|---|"]
+    for s, r in data["settings"].items():
+        ge = r.get("general_eval") or {}
+        ppl = r.get("novel_ppl_per_seed")
+        lines.append(f"| {s} | {len(r['models'])} | {100 * r['dev']['accuracy']:.1f}% (n {r['dev']['n']}) | "
+                     f"{change_text(r['dev']['vs_base'])} | {change_text(r['dev']['vs_reference'])} | "
+                     + " | ".join(f"{change_text(r[k]['vs_base'])}" for k in tests)
+                     + f" | {change_text(ge.get('vs_base'))} | {change_text(ge.get('vs_reference'))} | "
+                     f"{'—' if not ppl else ', '.join(f'{100 * x:+.0f}%' for x in ppl)} |")
+    d = data["decision"]
+    return "\n".join(lines) + f"\n\nChosen on dev: **{d['chosen']}** ({d['why']}).\n"
+
+
 RENDERERS = {"fact_seeds": fact_seeds, "retrieval_dev": retrieval_dev, "retrieval_headers": retrieval_headers,
              "trajectory": trajectory, "model_vs_model": model_vs_model,
              "heldout_choices": heldout_choices, "rag_units": rag_units, "rag_context": rag_context,
-             "year_binding": year_binding, "trained_wordings": trained_wordings}
+             "year_binding": year_binding, "trained_wordings": trained_wordings,
+             "settings_dev": settings_dev}
 
 
 def render(text: str) -> str:

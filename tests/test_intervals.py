@@ -70,6 +70,23 @@ def test_pooled_bootstrap_known_values_and_seed_spread():
         pooled_bootstrap(base, [[1.0] * 99])
 
 
+def test_pooled_difference_between_two_settings_widens_with_seed_spread():
+    from kbake.eval.intervals import pooled_difference
+
+    a = [[1.0] * 40 + [0.0] * 60] * 3
+    b = [[1.0] * 20 + [0.0] * 80] * 3
+    same = pooled_difference(a, b)
+    assert same["diff"] == pytest.approx(0.20) and same["seeds"] == [3, 3]
+    assert 0 < same["lo"] < 0.20 < same["hi"] and same["gained"] == 20 and same["lost"] == 0
+    # b's seeds disagree around the same mean: the interval widens, the estimate does not move
+    spread = pooled_difference(a, [[1.0] * 0 + [0.0] * 100, [1.0] * 20 + [0.0] * 80, [1.0] * 40 + [0.0] * 60])
+    assert spread["diff"] == pytest.approx(0.20)
+    assert spread["hi"] - spread["lo"] > same["hi"] - same["lo"]
+    assert pooled_difference(b, a)["diff"] == pytest.approx(-0.20)
+    with pytest.raises(ValueError, match="same items"):
+        pooled_difference(a, [[1.0] * 99])
+
+
 def test_the_detectable_change_is_found_four_times_in_five():
     """42 probes on which the models disagree on 30%: the smallest change they detect is
     2.80 * sqrt(0.3 / 42) = 23.7 points (the +-16 interval is 1.96 of the same root). A true change

@@ -81,6 +81,30 @@ def pooled_bootstrap(base, news, *, n_boot: int = N_BOOT, seed: int = 0, level: 
             "detectable": detectable_change(mean_d, level)}
 
 
+def pooled_difference(a, b, *, n_boot: int = N_BOOT, seed: int = 0, level: float = LEVEL) -> dict | None:
+    """Setting a minus setting b, each trained on its own seeds and scored on the same items
+    (one row of item scores per seed). The estimate is the mean over seeds and items of a minus
+    that of b; the interval resamples each setting's seeds on their own (separate trainings) and
+    the items once for both (the same probes): pooled_bootstrap's two levels, applied to a difference."""
+    A = np.asarray(a, dtype=float)
+    B = np.asarray(b, dtype=float)
+    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[1]:
+        raise ValueError(f"expected one row per seed over the same items, got shapes {A.shape} and {B.shape}")
+    if A.shape[1] == 0 or not len(A) or not len(B):
+        return None
+    rng = np.random.default_rng(seed)
+    sa = rng.integers(0, A.shape[0], size=(n_boot, A.shape[0]))
+    sb = rng.integers(0, B.shape[0], size=(n_boot, B.shape[0]))
+    items = rng.integers(0, A.shape[1], size=(n_boot, A.shape[1]))
+    boot = np.array([A[sa[k]][:, items[k]].mean() - B[sb[k]][:, items[k]].mean() for k in range(n_boot)])
+    lo, hi = _interval(boot, level)
+    mean_d = A.mean(axis=0) - B.mean(axis=0)
+    return {"diff": float(mean_d.mean()), "lo": lo, "hi": hi, "n": int(A.shape[1]),
+            "seeds": [int(A.shape[0]), int(B.shape[0])],
+            "gained": int((mean_d > 0).sum()), "lost": int((mean_d < 0).sum()),
+            "detectable": detectable_change(mean_d, level)}
+
+
 def beyond_noise(c: dict | None) -> bool:
     """The 95% interval excludes zero."""
     return bool(c) and (c["lo"] > 0 or c["hi"] < 0)

@@ -1,0 +1,120 @@
+"""Choose a training setting on dev, pooled over seeds: each setting (models NAME-sSEED from
+`kbake train --seeds`, all scored by one `kbake eval`) against the base and against the
+reference setting (the shipped default), on dev probes (where the choice is made), test probes
+(reported, not chosen on) and general-eval accuracy (forgetting); novel perplexity per seed.
+
+    kbake train --run R --recipe recipes/demo.yaml --name lr3e-4 --seeds 0,1,2 --set train.lr=3e-4   # one per setting
+    kbake eval  --run R --recipe recipes/demo.yaml
+    python benchmarks/settings_dev.py R/eval/metrics.json --settings lr3e-4,lr1e-3,lr3e-3 --reference lr1e-3 \\
+        --out docs/data/demo-lr-dev.json
+
+The rule, stored with the figures as `decision`: the reference stays unless a setting beats it on
+dev beyond its interval (setting minus reference, seeds of each resampled on their own, items
+jointly: kbake.eval.intervals.pooled_difference) without general-eval accuracy falling beyond its
+interval against the reference; of several such, the highest dev change wins.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+from datetime import UTC, datetime
+from pathlib import Path
+
+from kbake.eval.intervals import pooled_bootstrap, pooled_difference
+from kbake.eval.seeds import SEED_NAME
+
+
+def setting_models(metrics: dict, setting: str) -> list[str]:
+    """The models of one setting, in seed order (NAME-sSEED as `kbake train --seeds` names them)."""
+    found = []
+    for m in metrics["models"]:
+        g = SEED_NAME.match(m["name"])
+        if g and g["group"] == setting:
+            found.append((int(g["seed"]), m["name"]))
+    if not found:
+        raise SystemExit(f"no model named {setting}-sSEED in the metrics (models: "
+                         f"{', '.join(m['name'] for m in metrics['models'])})")
+    return [n for _, n in sorted(found)]
+
+
+def item_scores(metrics: dict) -> dict[str, tuple[list[dict], str]]:
+    """The item sets compared: (rows, the key of a right answer in a row's per-model entry)."""
+    pp = metrics["per_probe"]
+    sets = {"dev": ([p for p in pp if p.get("split") == "dev"], "closed")}
+    for kind in sorted({p["kind"] for p in pp if p.get("split", "test") == "test"}):
+        sets[f"test_{kind}"] = ([p for p in pp if p.get("split", "test") == "test" and p["kind"] == kind], "closed")
+    if metrics.get("general_eval_items"):
+        sets["general_eval"] = (metrics["general_eval_items"], "correct")
+    return {k: v for k, v in sets.items() if v[0]}
+
+
+def compare(metrics: dict, settings: list[str], reference: str) -> dict:
+    """Per setting and item set: the pooled change against the base and against the reference."""
+    if reference not in settings:
+        raise SystemExit(f"--reference {reference} is not one of --settings {','.join(settings)}")
+    models = {s: setting_models(metrics, s) for s in settings}
+    by_name = {m["name"]: m for m in metrics["models"]}
+    out: dict = {}
+    for s in settings:
+        res: dict = {"models": models[s]}
+        for key, (rows, right) in item_scores(metrics).items():
+            base = [float(bool(r["models"]["base"][right])) for r in rows]
+            ours = [[float(bool(r["models"][n][right])) for r in rows] for n in models[s]]
+            ref = [[float(bool(r["models"][n][right])) for r in rows] for n in models[reference]]
+            res[key] = {"n": len(rows), "accuracy": statistics.mean(map(statistics.mean, ours)),
+                        "vs_base": pooled_bootstrap(base, ours),
+                        "vs_reference": None if s == reference else pooled_difference(ours, ref)}
+        ppl = [by_name[n]["vs_base"].get("novel_ppl", {}).get("diff") for n in models[s]]
+        res["novel_ppl_per_seed"] = ppl if all(x is not None for x in ppl) else None
+        out[s] = res
+    return out
+
+
+def decide(results: dict, reference: str) -> dict:
+    """The reference stays unless a setting beats it on dev beyond the interval without
+    general-eval accuracy falling beyond its interval against the reference."""
+    winners = []
+    for s, r in results.items():
+        d, g = r["dev"]["vs_reference"], (r.get("general_eval") or {}).get("vs_reference")
+        if d and d["lo"] > 0 and not (g and g["hi"] < 0):
+            winners.append((d["diff"], s))
+    chosen = max(winners)[1] if winners else reference
+    why = (f"{chosen} beats {reference} on dev beyond its interval" if winners else
+           f"no setting beats {reference} on dev beyond its interval without forgetting more")
+    return {"chosen": chosen, "reference": reference, "why": why}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("metrics", type=Path, help="RUN/eval/metrics.json holding every setting's seeds")
+    ap.add_argument("--settings", required=True, help="comma-separated setting names (models NAME-sSEED)")
+    ap.add_argument("--reference", required=True, help="the setting a recipe ships today")
+    ap.add_argument("--out", type=Path)
+    a = ap.parse_args()
+    metrics = json.loads(a.metrics.read_text())
+    settings = [s.strip() for s in a.settings.split(",") if s.strip()]
+    results = compare(metrics, settings, a.reference)
+    prov = metrics["provenance"]
+    data = {"command": f"python benchmarks/settings_dev.py R/eval/metrics.json --settings {','.join(settings)} "
+                       f"--reference {a.reference}",
+            "run": str(a.metrics.parent.parent), "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "eval_git_hash": prov.get("git_hash"), "eval_created": prov.get("created"),
+            "precision": prov.get("precision"), "machine": platform.machine(),
+            "settings": results, "decision": decide(results, a.reference)}
+    for s, r in results.items():
+        d = r["dev"]
+        print(f"{s}: dev {100 * d['accuracy']:.1f}% vs base {100 * d['vs_base']['diff']:+.1f} "
+              f"[{100 * d['vs_base']['lo']:+.1f}, {100 * d['vs_base']['hi']:+.1f}]"
+              + ("" if d["vs_reference"] is None else f", vs {a.reference} {100 * d['vs_reference']['diff']:+.1f} "
+                 f"[{100 * d['vs_reference']['lo']:+.1f}, {100 * d['vs_reference']['hi']:+.1f}]"))
+    print(data["decision"]["why"])
+    if a.out:
+        a.out.write_text(json.dumps(data, indent=2) + "\n")
+        print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
