@@ -28,7 +28,7 @@ def _private_files() -> None:
 
 RUN_HELP = "Run folder: every stage reads and writes its files here."
 RECIPE_HELP = "Recipe YAML holding every option (see recipes/); flags override it."
-SET_HELP = "Override any recipe key, e.g. --set ingest.chunk_tokens=384 (repeatable)."
+SET_HELP = "Override any recipe key, e.g. --set ingest.chunk_tokens=384 (repeatable); =null clears one, e.g. train.max_steps=null."
 
 
 def _fail(msg: str, code: int = 2) -> None:

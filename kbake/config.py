@@ -580,8 +580,7 @@ def load_recipe(path: str | Path | None = None, overrides: dict[str, Any] | None
         if not isinstance(tree, dict):
             raise ConfigError(f"{path}: a recipe is a mapping of sections, got {type(tree).__name__}")
     for key, value in (overrides or {}).items():
-        if value is not None:
-            set_key(tree, key, value)
+        set_key(tree, key, value)  # None too: `--set train.max_steps=null` clears a key the recipe sets
     try:
         return Recipe.model_validate(tree)
     except ValidationError as e:

@@ -74,6 +74,18 @@ def test_override_beats_recipe(tmp_path):
     assert load_recipe(p, {"ingest.chunk_tokens": 128}).ingest.chunk_tokens == 128
 
 
+def test_set_null_clears_a_key_the_recipe_sets(tmp_path):
+    """`--set train.max_steps=null` trains by epochs again (it was silently ignored before)."""
+    from kbake.config import parse_sets
+
+    p = tmp_path / "r.yaml"
+    p.write_text("train:\n  max_steps: 380\n  epochs: 3\n")
+    assert load_recipe(p).train.max_steps == 380
+    assert load_recipe(p, parse_sets(["train.max_steps=null"])).train.max_steps is None
+    with pytest.raises(ConfigError, match="epochs"):
+        load_recipe(p, parse_sets(["train.epochs=null"]))  # a key that may not be empty says so
+
+
 def test_invalid_yaml_names_line(tmp_path):
     p = tmp_path / "r.yaml"
     p.write_text("ingest:\n  chunk_tokens: [1,\n")
