@@ -26,8 +26,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import yaml
-
 
 def run(root: Path, out: Path, precision: str, warmup: float, eval_sets: dict | None = None) -> None:
     sys.path.insert(0, str(root / "tests"))
@@ -119,8 +117,9 @@ def main() -> None:
     d.add_argument("b", type=Path)
     a = ap.parse_args()
     if a.cmd == "run":
-        run(a.root, a.out, a.precision, a.warmup,
-            {k: yaml.safe_load(v) for k, v in (x.split("=", 1) for x in a.eval_set)})
+        from kbake.config import parse_sets  # the checkout's own `--set` reader (PYTHONPATH picks the checkout)
+
+        run(a.root, a.out, a.precision, a.warmup, parse_sets(a.eval_set))
         return
     diff = list(differences(comparable(json.loads(a.a.read_text())), comparable(json.loads(a.b.read_text()))))
     print("\n".join(diff[:40]) or "identical (apart from times, provenance and keys one side lacks)")

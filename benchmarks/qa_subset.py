@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from kbake.run import RunDir, read_items, write_items
+from kbake.synth.augment import fact_id_of
 
 
 def main() -> None:
@@ -41,7 +42,7 @@ def main() -> None:
     rows = set(random.Random(a.seed).sample(qa_rows, max(1, round(a.share * len(qa_rows)))))
     keep_facts = set(facts.loc[facts["row_id"].isin(rows), "fact_id"])
     items = [it for it in read_items(src.synth_dir / "fact_qa.jsonl")
-             if it.id.removeprefix("fact_qa-").rsplit("-", 1)[0] in keep_facts]
+             if fact_id_of(it.id) in keep_facts]
 
     a.out.mkdir(parents=True)
     for name in ("chunks.parquet", "manifest.json", "facts.parquet", "probes.jsonl"):

@@ -24,20 +24,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kbake.eval.intervals import pooled_bootstrap, pooled_difference
-from kbake.eval.seeds import SEED_NAME
+from kbake.eval.seeds import seed_groups
 
 
 def setting_models(metrics: dict, setting: str) -> list[str]:
     """The models of one setting, in seed order (NAME-sSEED as `kbake train --seeds` names them)."""
-    found = []
-    for m in metrics["models"]:
-        g = SEED_NAME.match(m["name"])
-        if g and g["group"] == setting:
-            found.append((int(g["seed"]), m["name"]))
+    names = [m["name"] for m in metrics["models"]]
+    found = seed_groups(names, min_seeds=1).get(setting)
     if not found:
-        raise SystemExit(f"no model named {setting}-sSEED in the metrics (models: "
-                         f"{', '.join(m['name'] for m in metrics['models'])})")
-    return [n for _, n in sorted(found)]
+        raise SystemExit(f"no model named {setting}-sSEED in the metrics (models: {', '.join(names)})")
+    return found
 
 
 def item_scores(metrics: dict) -> dict[str, tuple[list[dict], str]]:
@@ -57,10 +53,11 @@ def compare(metrics: dict, settings: list[str], reference: str) -> dict:
         raise SystemExit(f"--reference {reference} is not one of --settings {','.join(settings)}")
     models = {s: setting_models(metrics, s) for s in settings}
     by_name = {m["name"]: m for m in metrics["models"]}
+    item_sets = item_scores(metrics)
     out: dict = {}
     for s in settings:
         res: dict = {"models": models[s]}
-        for key, (rows, right) in item_scores(metrics).items():
+        for key, (rows, right) in item_sets.items():
             base = [float(bool(r["models"]["base"][right])) for r in rows]
             ours = [[float(bool(r["models"][n][right])) for r in rows] for n in models[s]]
             ref = [[float(bool(r["models"][n][right])) for r in rows] for n in models[reference]]

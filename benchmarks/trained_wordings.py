@@ -31,6 +31,7 @@ from kbake.models.generate import chat_prompt
 from kbake.models.precision import cast_for_inference, resolve_precision
 from kbake.models.trained import load_trained
 from kbake.run import RunDir, git_hash, read_items, read_probes
+from kbake.synth.augment import fact_id_of
 from kbake.synth.facts import row_value_digits
 
 
@@ -47,7 +48,7 @@ def main() -> None:
     run = RunDir.at(a.run)
     trained_q: dict[str, str] = {}
     for it in read_items(run.synth_dir / "fact_qa.jsonl"):
-        trained_q.setdefault(it.id.removeprefix("fact_qa-").rsplit("-", 1)[0], it.question)
+        trained_q.setdefault(fact_id_of(it.id), it.question)
     probes = [p for p in read_probes(run.probes) if p.kind == "fact_qa" and p.split == a.split and p.id in trained_q][: a.limit]
     facts = pd.read_parquet(run.facts)
     row_values = row_value_digits(facts.itertuples())

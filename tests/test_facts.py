@@ -14,6 +14,7 @@ from kbake.ingest import ingest
 from kbake.run import RunDir, read_items, read_probes
 from kbake.synth import corpus_stats, make_fact_probes, synth
 from kbake.synth.augment import (
+    fact_id_of,
     fact_probes,
     fact_qa,
     like,
@@ -156,6 +157,7 @@ def test_year_questions_ask_a_qa_facts_period_and_never_a_held_out_one():
     assert items and all(it.id.rsplit("-", 1)[0].removeprefix("fact_qa-") in qa for it in items)
     for it in items:
         f = qa[it.id.rsplit("-", 1)[0].removeprefix("fact_qa-")]
+        assert fact_id_of(it.id) == f.fact_id  # what the benchmarks use to find an item's fact
         assert f.value in it.question and it.answer == f"fiscal {f.period}" and it.question.endswith("?")
     # a value that repeats across a row's periods has two answers: no question
     same = build_facts([chunk("Stores — 2022: 838; 2021: 838; 2020: 795")], 0.0, seed=0)

@@ -15,6 +15,8 @@ from kbake.eval.seeds import pool_seeds, seed_groups
 def test_groups_need_two_seeds_and_sort_by_seed_number():
     names = ["lora-s10", "lora-s2", "full", "memory-s0", "lora-s0"]
     assert seed_groups(names) == {"lora": ["lora-s0", "lora-s2", "lora-s10"]}
+    # a settings comparison also takes a setting trained on one seed
+    assert seed_groups(names, min_seeds=1) == {"lora": ["lora-s0", "lora-s2", "lora-s10"], "memory": ["memory-s0"]}
 
 
 def test_pooled_change_is_the_mean_over_seeds_with_each_seed_beside_it():

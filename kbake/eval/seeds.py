@@ -17,14 +17,14 @@ from kbake.eval.intervals import pooled_bootstrap
 SEED_NAME = re.compile(r"^(?P<group>.+)-s(?P<seed>\d+)$")
 
 
-def seed_groups(names: list[str]) -> dict[str, list[str]]:
-    """{group: its model names in seed order} for every group of two or more `NAME-sSEED` models."""
+def seed_groups(names: list[str], min_seeds: int = 2) -> dict[str, list[str]]:
+    """{group: its model names in seed order} for every group of at least `min_seeds` `NAME-sSEED` models."""
     groups: dict[str, list[tuple[int, str]]] = {}
     for n in names:
         m = SEED_NAME.match(n)
         if m:
             groups.setdefault(m["group"], []).append((int(m["seed"]), n))
-    return {g: [n for _, n in sorted(v)] for g, v in groups.items() if len(v) >= 2}
+    return {g: [n for _, n in sorted(v)] for g, v in groups.items() if len(v) >= min_seeds}
 
 
 def _pool(per_probe: list[dict], names: list[str], keep, key: str, base_key: str) -> dict | None:

@@ -75,6 +75,11 @@ def variants(templates: list[str], f: Fact, n: int, rng: random.Random) -> list[
     return out
 
 
+def fact_id_of(item_id: str) -> str:
+    """The fact a per-fact item names: its id is `KIND-FACT_ID-N` (`_item`; year questions end `-yN`)."""
+    return item_id.split("-", 1)[1].rsplit("-", 1)[0]
+
+
 def _item(kind: str, f: Fact, n: int, generator: str, text: str = "", question: str | None = None,
           answer: str | None = None, chunk_ids: list[str] | None = None) -> SynthItem:
     return SynthItem(id=f"{kind}-{f.fact_id}-{n}", kind=kind, doc_id=f.doc_id, chunk_ids=chunk_ids or [f.chunk_id],
