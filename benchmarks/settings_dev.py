@@ -8,6 +8,10 @@ reference setting (the shipped default), on dev probes (where the choice is made
     python benchmarks/settings_dev.py R/eval/metrics.json --settings lr3e-4,lr1e-3,lr3e-3 --reference lr1e-3 \\
         --out docs/data/demo-lr-dev.json
 
+Settings trained in another run folder on the same probes (another synth kind, say) come in with
+`--also OTHER/eval/metrics.json`: its models join only if its base model answered every probe and
+general-eval item identically (same items, same eval), which `merge_runs` checks.
+
 The rule, stored with the figures as `decision`: the reference stays unless a setting beats it on
 dev beyond its interval (setting minus reference, seeds of each resampled on their own, items
 jointly: kbake.eval.intervals.pooled_difference) without general-eval accuracy falling beyond its
@@ -45,6 +49,29 @@ def item_scores(metrics: dict) -> dict[str, tuple[list[dict], str]]:
     if metrics.get("general_eval_items"):
         sets["general_eval"] = (metrics["general_eval_items"], "correct")
     return {k: v for k, v in sets.items() if v[0]}
+
+
+def merge_runs(metrics: dict, other: dict, label: str) -> dict:
+    """`metrics` with the models of `other` added. Refused unless both hold the same probes and
+    general-eval items in the same order and the base model's answers to them are identical: then the
+    two runs' models were scored on the same items by the same eval, and their scores can be paired."""
+    for key, right in (("per_probe", "closed"), ("general_eval_items", "correct")):
+        a, b = metrics.get(key) or [], other.get(key) or []
+        if [r["id"] for r in a] != [r["id"] for r in b]:
+            raise SystemExit(f"{label}: its {key} are not the same items as the first run's")
+        differ = sum(r["models"]["base"][right] != q["models"]["base"][right] for r, q in zip(a, b, strict=True))
+        if differ:
+            raise SystemExit(f"{label}: the base model answers {differ} of {len(a)} {key} differently "
+                             "from the first run's base: not the same eval")
+    names = {m["name"] for m in metrics["models"]}
+    new = [m for m in other["models"] if m["name"] != "base"]
+    if clash := sorted(names & {m["name"] for m in new}):
+        raise SystemExit(f"{label}: model names {', '.join(clash)} are in both runs")
+    merged = {**metrics, "models": metrics["models"] + new}
+    for key in ("per_probe", "general_eval_items"):
+        merged[key] = [{**r, "models": {**r["models"], **{m["name"]: q["models"][m["name"]] for m in new}}}
+                       for r, q in zip(metrics.get(key) or [], other.get(key) or [], strict=True)]
+    return merged
 
 
 def compare(metrics: dict, settings: list[str], reference: str) -> dict:
@@ -89,15 +116,20 @@ def main() -> None:
     ap.add_argument("metrics", type=Path, help="RUN/eval/metrics.json holding every setting's seeds")
     ap.add_argument("--settings", required=True, help="comma-separated setting names (models NAME-sSEED)")
     ap.add_argument("--reference", required=True, help="the setting a recipe ships today")
+    ap.add_argument("--also", type=Path, action="append", default=[],
+                    help="another RUN/eval/metrics.json whose models join (same probes, identical base answers)")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args()
     metrics = json.loads(a.metrics.read_text())
+    for other in a.also:
+        metrics = merge_runs(metrics, json.loads(other.read_text()), str(other))
     settings = [s.strip() for s in a.settings.split(",") if s.strip()]
     results = compare(metrics, settings, a.reference)
     prov = metrics["provenance"]
     data = {"command": f"python benchmarks/settings_dev.py R/eval/metrics.json --settings {','.join(settings)} "
-                       f"--reference {a.reference}",
-            "run": str(a.metrics.parent.parent), "created": datetime.now(UTC).isoformat(timespec="seconds"),
+                       f"--reference {a.reference}" + "".join(f" --also {o}" for o in a.also),
+            "run": str(a.metrics.parent.parent), "also": [str(o.parent.parent) for o in a.also],
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "eval_git_hash": prov.get("git_hash"), "eval_created": prov.get("created"),
             "precision": prov.get("precision"), "machine": platform.machine(),
             "settings": results, "decision": decide(results, a.reference)}

@@ -48,3 +48,21 @@ def test_the_reference_stays_within_noise_and_when_the_winner_forgets():
     assert settings_dev.decide(settings_dev.compare(m, ["a", "b"], "a"), "a")["chosen"] == "a"
     with pytest.raises(SystemExit, match="no model named c-sSEED"):
         settings_dev.compare(m, ["a", "c"], "a")
+
+
+def test_another_runs_models_join_only_when_its_base_answered_identically():
+    a = _metrics({"x-s0": 20, "x-s1": 20})
+    b = _metrics({"y-s0": 45, "y-s1": 45})
+    merged = settings_dev.merge_runs(a, b, "B")
+    assert [m["name"] for m in merged["models"]] == ["base", "x-s0", "x-s1", "y-s0", "y-s1"]
+    res = settings_dev.compare(merged, ["x", "y"], "x")
+    assert res["y"]["dev"]["vs_reference"]["diff"] == pytest.approx(25 / 60)
+    assert "y-s0" not in a["per_probe"][0]["models"]  # the first run's dict is left as it was
+    b["per_probe"][3]["models"]["base"]["closed"] = not b["per_probe"][3]["models"]["base"]["closed"]
+    with pytest.raises(SystemExit, match="answers 1 of 120 per_probe differently"):
+        settings_dev.merge_runs(a, b, "B")
+    with pytest.raises(SystemExit, match="x-s0 are in both runs|x-s0, x-s1 are in both runs"):
+        settings_dev.merge_runs(a, _metrics({"x-s0": 1, "x-s1": 2}), "B")
+    c = _metrics({"y-s0": 45}, n=59)
+    with pytest.raises(SystemExit, match="not the same items"):
+        settings_dev.merge_runs(a, c, "B")
