@@ -452,8 +452,8 @@ def demo(
     ingest → probes → synth (QA + EntiGraph) → train LoRA → eval against the base model
     and RAG (learning on test and dev probes, forgetting on four general-eval sets and a
     novel, every change with a 95% interval); prints the table and the path of report.html.
-    On 2 CPU cores with native bf16 the whole demo took 12.5 minutes on a fresh clone
-    (docs/results.md, "The yardstick").
+    On 2 CPU cores in fp32 the whole demo took 17-18 minutes (docs/results.md, "What varies
+    between runs of the same recipe and seed"; 12.5 minutes with native bf16 on an earlier CPU).
     """
     from kbake.demo import run_demo
 
