@@ -7,8 +7,11 @@ A section measured before docs/data existed is exempt when a line of it says so:
 
     <!-- figures: typed from runs before docs/data; not checked -->
 
-which covers the section to its next heading of the same or a higher level. The script prints each
-figure no data file holds and exits 1 if any; tests/test_docs.py runs it.
+which covers the section to its next heading of the same or a higher level. Superseded results live
+in docs/results.md's "## Changelog" section, each a "### " entry whose title carries its date and
+"superseded" and whose first line says "*Superseded because: … Replaced by: …*". The script prints
+each figure no data file holds and each changelog entry that lacks those, and exits 1 if any;
+tests/test_docs.py runs it. It also counts the exempt sections left outside the changelog.
 
     python benchmarks/docs_figures.py
 """
@@ -89,11 +92,45 @@ def unbacked(root: Path = ROOT) -> list[str]:
     return problems
 
 
+def changelog_problems(text: str, name: str = "docs/results.md") -> list[str]:
+    """'FILE:LINE: …' for each changelog entry without a date and "superseded" in its title, or whose
+    first line does not say why it was superseded and what replaced it."""
+    lines, problems, inside = text.splitlines(), [], False
+    for i, line in enumerate(lines):
+        if line.startswith("## "):
+            inside = line.startswith("## Changelog")
+        if not (inside and line.startswith("### ")):
+            continue
+        if not re.search(r"\d{4}-\d{2}-\d{2}", line) or "superseded" not in line:
+            problems.append(f"{name}:{i + 1}: changelog entry without its date and 'superseded' in the title")
+        first = next((x for x in lines[i + 1:] if x.strip()), "")
+        if not (first.startswith("*Superseded because:") and "Replaced by:" in first):
+            problems.append(f"{name}:{i + 1}: changelog entry whose first line is not "
+                            "'*Superseded because: … Replaced by: …*'")
+    return problems
+
+
+def exempt_sections(text: str) -> list[str]:
+    """Titles of the sections outside the changelog that carry the exempt marker (to rerun or retire)."""
+    out, title = [], ""
+    for line in text.splitlines():
+        if line.startswith("## Changelog"):
+            break
+        if line.startswith("#"):
+            title = line.lstrip("#").strip()
+        elif line.strip() == EXEMPT:
+            out.append(title)
+    return out
+
+
 def main() -> None:
-    problems = unbacked()
+    results = (ROOT / "docs" / "results.md").read_text()
+    problems = unbacked() + changelog_problems(results)
     for p in problems:
         print(p)
-    print(f"{len(problems)} figure(s) without data" if problems else "every prose figure is in docs/data")
+    print(f"{len(problems)} problem(s)" if problems else "every prose figure is in docs/data; the changelog is in order")
+    if left := exempt_sections(results):
+        print(f"{len(left)} section(s) of docs/results.md still typed from runs before docs/data: " + "; ".join(left))
     sys.exit(1 if problems else 0)
 
 

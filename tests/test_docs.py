@@ -56,3 +56,21 @@ def test_a_figure_without_data_and_a_figure_in_a_recipe_are_caught(tmp_path):
     assert found == ["docs/results.md:2: +2.3 [-8.9, +13.3] is in no docs/data file",
                      "docs/results.md:9: +9.7 [+1.0, +20.0] is in no docs/data file",
                      "recipes/r.yaml:1: +2.2 [-8.9, +13.3]: a recipe names its result, the figure belongs in docs"]
+
+
+def test_a_changelog_entry_must_say_when_why_and_what_replaced_it():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import docs_figures
+    finally:
+        sys.path.pop(0)
+    doc = ("## Current\n### Not in the changelog\ntext\n## Changelog: superseded results\n"
+           "### Fine (measured 2026-12-03; superseded)\n\n*Superseded because: x. Replaced by: y.*\n"
+           "### No date (superseded)\n\n*Superseded because: x. Replaced by: y.*\n"
+           "### No reason (measured 2026-12-04; superseded)\n\nthe table\n")
+    assert docs_figures.changelog_problems(doc, "r.md") == [
+        "r.md:8: changelog entry without its date and 'superseded' in the title",
+        "r.md:11: changelog entry whose first line is not '*Superseded because: … Replaced by: …*'"]
+    assert docs_figures.changelog_problems((ROOT / "docs" / "results.md").read_text()) == []
+    marked = f"## A\n{docs_figures.EXEMPT}\n## B\n### C\n{docs_figures.EXEMPT}\n## Changelog\n{docs_figures.EXEMPT}\n"
+    assert docs_figures.exempt_sections(marked) == ["A", "C"]
