@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kbake.config import SynthArgs
 from kbake.ingest.dates import entity_of
-from kbake.synth.augment import fact_probes, fact_qa, prose_restatements
+from kbake.synth.augment import fact_id_of, fact_probes, fact_qa, prose_restatements
 from kbake.synth.prose import prose_facts, resolve_first_person, values_in
 
 PARA = ("Gunnar Corvane founded the business in 1971 in Bellingham, Washington. Today we sell in 64 countries "
@@ -62,7 +62,7 @@ def test_restatements_name_the_entity_and_qa_blanks_the_value_of_qa_sentences_on
     assert len(paras) == 2 and all("Corvane sells in 64 countries" in p.text and "1971" in p.text for p in paras)
     qa = fact_qa(facts, 2, args.fact_question_templates, 0, args.prose_question_templates)
     by_id = {f.fact_id: f for f in facts}
-    asked = [by_id[it.id.split("-", 1)[1].rsplit("-", 1)[0]] for it in qa]
+    asked = [by_id[fact_id_of(it.id)] for it in qa]
     assert {f.split for f in facts} == {"qa", "heldout"} and {f.split for f in asked} == {"qa"}
     assert len(qa) == 2 * sum(f.split == "qa" for f in facts)
     assert all("___" in it.question and it.answer == f.value for it, f in zip(qa, asked))
