@@ -349,6 +349,75 @@ def test_advice_speaks_for_the_model_dev_chose_not_the_best_test_figure():
     assert "steady, chosen on dev probes" in advice(m)[0]
 
 
+def _seed_metrics(models: dict[str, tuple[int, int, int]], n: int = 40, n_dev: int = 20) -> dict:
+    """Metrics as eval writes them for trained models given as name: (closed right of n test
+    probes, RAG right of them, closed right of n_dev dev probes); the base answers 10, 15 and 5.
+    Seed groups and each model's own changes are computed as eval computes them."""
+    from kbake.eval.intervals import paired_bootstrap
+    from kbake.eval.seeds import pool_seeds
+
+    right = lambda k, m: [i < k for i in range(m)]  # noqa: E731
+    cols = {"base": (10, 15, 5), **models}
+    per_probe = [{"id": f"t{i}", "split": "test", "kind": "paraphrase",
+                  "models": {m: {"closed": right(c, n)[i], "rag": right(r, n)[i]} for m, (c, r, _) in cols.items()}}
+                 for i in range(n)]
+    per_probe += [{"id": f"d{i}", "split": "dev", "kind": "paraphrase",
+                   "models": {m: {"closed": right(d, n_dev)[i], "rag": None} for m, (_, _, d) in cols.items()}}
+                  for i in range(n_dev)]
+    general = [{"id": f"g{i}", "models": {m: {"correct": i < 20} for m in cols}} for i in range(40)]
+    out = [{"name": "base", "closed_book": {"acc": 10 / n}, "rag": {"acc": 15 / n}}]
+    for m, (c, r, d) in models.items():
+        out.append({"name": m, "closed_book": {"acc": c / n}, "rag": {"acc": r / n}, "train_seconds": 60.0,
+                    "vs_base": {"closed_book": paired_bootstrap(right(10, n), right(c, n)),
+                                "dev_closed_book": paired_bootstrap(right(5, n_dev), right(d, n_dev)),
+                                "general_eval": paired_bootstrap([1.0] * 20 + [0.0] * 20, [1.0] * 20 + [0.0] * 20)}})
+    m = {"provenance": {"seed": 0}, "probes": {"learning_kind": None}, "per_probe": per_probe, "source_tokens": 5000,
+         "models": out, "general_eval_items": general}
+    m["seed_groups"] = pool_seeds(m)
+    return m
+
+
+def test_advice_pools_a_seed_group_instead_of_its_luckiest_seed():
+    """a-s0 learns (30 of 40 against the base's 10) and has the best dev change of any model; a-s1
+    and a-s2 learn nothing. The recipe is the group: pooled, its learning interval reaches zero
+    (resampled seeds are often s1 and s2 only), so the advice is Retrieve where a-s0 alone
+    would have said Bake. A model in no group still competes on its own dev change."""
+    from kbake.eval.decide import decide
+    from kbake.eval.report import advice
+
+    m = _seed_metrics({"a-s0": (30, 30, 19), "a-s1": (10, 15, 5), "a-s2": (10, 15, 5), "b": (12, 15, 8)})
+    d = decide(m)
+    assert d["model"] == "a" and d["models"] == ["a-s0", "a-s1", "a-s2"] and d["chosen_on"] == "dev"
+    assert d["learning"] == m["seed_groups"][0]["changes"]["closed_book"] and d["learning"]["seeds"] == 3
+    assert d["learning"]["lo"] <= 0 < d["learning"]["diff"] and d["verdict"] == "retrieve_no_learning"
+    line = advice(m)[0]
+    assert line.startswith("**Retrieve.** Baking taught nothing") and "a, 3 seeds pooled: a-s0, a-s1, a-s2; chosen on dev probes" in line
+    # Without the weak seeds, a-s0 stands alone and speaks as itself.
+    alone = _seed_metrics({"a-s0": (30, 30, 19), "b": (12, 15, 8)})
+    assert decide(alone)["model"] == "a-s0" and decide(alone)["verdict"] == "bake"
+    # A single model whose dev change beats the group's mean is chosen over the group.
+    m = _seed_metrics({"a-s0": (30, 30, 19), "a-s1": (10, 15, 5), "a-s2": (10, 15, 5), "b": (30, 38, 12)})
+    assert decide(m)["model"] == "b" and decide(m)["models"] == ["b"]
+
+
+def test_advice_on_a_seed_group_tests_the_pooled_rag_intervals():
+    """Every seed learns and answers RAG's 15 with retrieval on top at 38 of 40: trained+RAG beats
+    base RAG beyond noise, pooled, so the group's verdict is Both, each interval carrying 3 seeds."""
+    from kbake.eval.decide import decide
+    from kbake.eval.report import advice
+    from kbake.eval.results import Advice
+
+    m = _seed_metrics({f"a-s{k}": (30, 38, 15) for k in range(3)})
+    d = decide(m)
+    assert d["verdict"] == "both" and d["model"] == "a"
+    for key in ("learning", "closed_minus_rag", "both_minus_rag", "both_minus_closed"):
+        assert d[key]["seeds"] == 3, key
+    assert abs(d["both_minus_rag"]["diff"] - 23 / 40) < 1e-9 and abs(d["both_minus_closed"]["diff"] - 8 / 40) < 1e-9
+    Advice.model_validate(d)  # what metrics.json stores
+    lines = advice(m)
+    assert lines[0].startswith("**Both.**") and "Cost: a trained in 1.0 min per seed" in lines[1]
+
+
 def test_a_change_within_noise_says_what_it_could_have_missed():
     """11 vs 10 right of 40: within noise, and the set misses changes below 2.80 * sqrt(1/40) / sqrt(40) = 7.0
     points; 30 vs 10 is beyond noise."""

@@ -4,7 +4,8 @@ what each trained model's changes show (`findings`), and methods at equal learni
 (`equal_learning`).
 
 The model it speaks for is chosen on **dev** (the largest dev change of the learning kind),
-never by the highest test figure, which would select on noise. Every rule is an interval test
+never by the highest test figure, which would select on noise; a recipe trained on several seeds
+competes as one, with its changes pooled over the seeds, not as its luckiest seed. Every rule is an interval test
 (docs/eval.md, "Bake or retrieve?"), forgetting included.
 """
 
@@ -30,31 +31,50 @@ def paired_on_test(metrics: dict, new: tuple[str, str], old: tuple[str, str]) ->
                             seed=metrics["provenance"].get("seed", 0)) if pairs else None
 
 
+def candidates(metrics: dict) -> list[dict]:
+    """What the advice may speak for, as {name, models, changes}: each seed group (NAME-s0, NAME-s1,
+    …) with its pooled changes (metrics' `seed_groups`), and each trained model in no group with
+    its own. A seed of a group does not compete on its own: the best of three seeds on dev is
+    selected on seed noise, the group's mean is the recipe's."""
+    grouped = {n for g in metrics.get("seed_groups") or [] for n in g["models"]}
+    out = [{"name": g["group"], "models": list(g["models"]), "changes": g["changes"]}
+           for g in metrics.get("seed_groups") or []]
+    return out + [{"name": m["name"], "models": [m["name"]], "changes": m.get("vs_base") or {}}
+                  for m in metrics["models"][1:] if m["name"] not in grouped]
+
+
 def choose_model(metrics: dict) -> tuple[dict | None, str]:
-    """(the trained model the advice speaks for, 'dev' or 'test'): the largest dev learning change;
+    """(the candidate the advice speaks for, 'dev' or 'test'): the largest dev learning change;
     on test only when the run has no dev probes (then the report says so)."""
     test_key, dev_key = learning_keys(metrics)
-    trained = [m for m in metrics["models"][1:] if (m.get("vs_base") or {}).get(test_key)]
+    trained = [c for c in candidates(metrics) if c["changes"].get(test_key)]
     if not trained:
         return None, "none"
-    on_dev = [m for m in trained if m["vs_base"].get(dev_key) or m["vs_base"].get("dev_closed_book")]
+    dev = lambda c: c["changes"].get(dev_key) or c["changes"].get("dev_closed_book")  # noqa: E731
+    on_dev = [c for c in trained if dev(c)]
     if on_dev:
-        return max(on_dev, key=lambda m: (m["vs_base"].get(dev_key) or m["vs_base"]["dev_closed_book"])["diff"]), "dev"
-    return max(trained, key=lambda m: m["vs_base"][test_key]["diff"]), "test"
+        return max(on_dev, key=lambda c: dev(c)["diff"]), "dev"
+    return max(trained, key=lambda c: c["changes"][test_key]["diff"]), "test"
 
 
 def decide(metrics: dict) -> dict:
-    """{verdict, model, chosen_on, learning, forgetting, closed_minus_rag, both_minus_rag,
-    both_minus_closed}: the verdict is the first rule whose interval test holds."""
-    model, chosen_on = choose_model(metrics)
-    if model is None:
+    """{verdict, model, models, chosen_on, learning, forgetting, closed_minus_rag, both_minus_rag,
+    both_minus_closed}: the verdict is the first rule whose interval test holds. For a seed group
+    every interval is pooled over its seeds (kbake.eval.seeds); `models` names the seeds."""
+    chosen, chosen_on = choose_model(metrics)
+    if chosen is None:
         return {"verdict": "nothing_trained", "model": None, "chosen_on": chosen_on}
     test_key, _ = learning_keys(metrics)
-    learn = model["vs_base"][test_key]
-    forget = model["vs_base"].get("general_eval")
-    vs_rag = paired_on_test(metrics, (model["name"], "closed"), ("base", "rag"))
-    both_vs_rag = paired_on_test(metrics, (model["name"], "rag"), ("base", "rag"))
-    both_vs_closed = paired_on_test(metrics, (model["name"], "rag"), (model["name"], "closed"))
+    ch = chosen["changes"]
+    learn = ch[test_key]
+    forget = ch.get("general_eval")
+    if len(chosen["models"]) > 1:
+        vs_rag, both_vs_rag, both_vs_closed = ch.get("closed_vs_base_rag"), ch.get("trained_rag"), ch.get("trained_rag_vs_closed")
+    else:
+        name = chosen["name"]
+        vs_rag = paired_on_test(metrics, (name, "closed"), ("base", "rag"))
+        both_vs_rag = paired_on_test(metrics, (name, "rag"), ("base", "rag"))
+        both_vs_closed = paired_on_test(metrics, (name, "rag"), (name, "closed"))
     if not beyond_noise(learn) or learn["diff"] <= 0:
         verdict = "retrieve_no_learning"
     elif forget and forget["hi"] < 0:
@@ -68,8 +88,9 @@ def decide(metrics: dict) -> dict:
         verdict = "either"
     else:
         verdict = "retrieve_rag_better"
-    return {"verdict": verdict, "model": model["name"], "chosen_on": chosen_on, "learning": learn, "forgetting": forget,
-            "closed_minus_rag": vs_rag, "both_minus_rag": both_vs_rag, "both_minus_closed": both_vs_closed}
+    return {"verdict": verdict, "model": chosen["name"], "models": chosen["models"], "chosen_on": chosen_on,
+            "learning": learn, "forgetting": forget, "closed_minus_rag": vs_rag, "both_minus_rag": both_vs_rag,
+            "both_minus_closed": both_vs_closed}
 
 
 def findings(metrics: dict) -> dict[str, dict]:

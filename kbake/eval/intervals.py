@@ -66,16 +66,27 @@ def pooled_bootstrap(base, news, *, n_boot: int = N_BOOT, seed: int = 0, level: 
     a = np.asarray(news, dtype=float)
     if a.ndim != 2 or a.shape[1] != b.size:
         raise ValueError(f"expected one row of {b.size} item scores per seed, got shape {a.shape}")
-    if b.size == 0 or a.shape[0] == 0:
+    return pooled_paired(np.broadcast_to(b, a.shape), a, n_boot=n_boot, seed=seed, level=level)
+
+
+def pooled_paired(olds, news, *, n_boot: int = N_BOOT, seed: int = 0, level: float = LEVEL) -> dict | None:
+    """`pooled_bootstrap` where the old scores differ by seed too (one row per seed, paired with
+    the same seed's new row): e.g. each seed's model with retrieval against the same model closed
+    book. Same two-level resampling of seeds, then items."""
+    o = np.asarray(olds, dtype=float)
+    a = np.asarray(news, dtype=float)
+    if a.ndim != 2 or o.shape != a.shape:
+        raise ValueError(f"expected one row of item scores per seed for both, got shapes {o.shape} and {a.shape}")
+    if a.shape[1] == 0 or a.shape[0] == 0:
         return None
-    d = a - b  # [seeds, items]
+    d = a - o  # [seeds, items]
     rng = np.random.default_rng(seed)
     s_idx = rng.integers(0, d.shape[0], size=(n_boot, d.shape[0]))
     i_idx = rng.integers(0, d.shape[1], size=(n_boot, d.shape[1]))
     boot = np.array([d[s_idx[k]][:, i_idx[k]].mean() for k in range(n_boot)])
     lo, hi = _interval(boot, level)
     mean_d = d.mean(axis=0)
-    return {"diff": float(d.mean()), "lo": lo, "hi": hi, "n": int(b.size), "seeds": int(d.shape[0]),
+    return {"diff": float(d.mean()), "lo": lo, "hi": hi, "n": int(d.shape[1]), "seeds": int(d.shape[0]),
             "per_seed": [float(x) for x in d.mean(axis=1)],
             "gained": int((mean_d > 0).sum()), "lost": int((mean_d < 0).sum()),
             "detectable": detectable_change(mean_d, level)}

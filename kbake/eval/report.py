@@ -112,7 +112,9 @@ def seed_rows(metrics: dict) -> tuple[list[str], list[list[str]]]:
     """Per seed group (models NAME-s0, NAME-s1, …): each pooled change with its interval that
     resamples seeds then items, the per-seed changes, and what the pooled items detect."""
     names = {"closed_book": "closed book, all test probes", "dev_closed_book": "closed book, dev probes",
-             "closed_vs_base_rag": "closed book minus base RAG, all test probes", "general_eval": "general-eval (forgetting)"}
+             "closed_vs_base_rag": "closed book minus base RAG, all test probes", "general_eval": "general-eval (forgetting)",
+             "trained_rag": "trained+RAG minus base RAG, all test probes",
+             "trained_rag_vs_closed": "trained+RAG minus its closed book, all test probes"}
     header = ["method", "seeds", "comparison", "pooled change", "per seed", "detectable change"]
     rows = []
     for g in metrics.get("seed_groups") or []:
@@ -331,31 +333,43 @@ def advice(metrics: dict) -> list[str]:
     rag = base["rag"]["acc"]
     if d["verdict"] == "nothing_trained":
         return [f"**Retrieve.** Nothing was baked yet; RAG on the base model answers {_pct(rag)} of the test probes."]
-    best = next(m for m in metrics["models"] if m["name"] == d["model"])
+    by_name = {m["name"]: m for m in metrics["models"]}
+    members = [by_name[n] for n in d.get("models") or [d["model"]]]  # a seed group's seeds, or the one model
+    best = members[0]
+    pooled = len(members) > 1
     chosen = ("chosen on dev probes" if d["chosen_on"] == "dev"
               else "chosen on test probes: this run has no dev probes, so the choice itself is on the reported set")
-    why = (f"{best['name']}, {chosen}: learning {fmt_change(d['learning'])} points, closed book "
-           f"{_pct(best['closed_book']['acc'])} vs RAG {_pct(rag)}, trained+RAG {_pct(best['rag']['acc'])}, "
+    if pooled:
+        chosen = f"{len(members)} seeds pooled: {', '.join(m['name'] for m in members)}; " + chosen
+    closed = sum(m["closed_book"]["acc"] for m in members) / len(members)
+    both = sum(m["rag"]["acc"] for m in members) / len(members)
+    why = (f"{d['model']}, {chosen}: learning {fmt_change(d['learning'])} points, closed book "
+           f"{_pct(closed)} vs RAG {_pct(rag)}, trained+RAG {_pct(both)}, "
            f"general-eval change {fmt_change(d['forgetting'])}")
-    ppl = (best.get("vs_base") or {}).get("novel_ppl")
-    if ppl:  # not a rule (accuracy decides), but a model whose prose moved far should say so beside the verdict
-        why += f", novel perplexity change {fmt_change(ppl, unit='%', digits=0)}"
+    ppls = [(m.get("vs_base") or {}).get("novel_ppl") for m in members]
+    if all(ppls):  # not a rule (accuracy decides), but a model whose prose moved far should say so beside the verdict
+        why += (f", novel perplexity change {fmt_change(ppls[0], unit='%', digits=0)}" if not pooled else
+                ", novel perplexity change per seed " + ", ".join(f"{100 * p['diff']:+.0f}%" for p in ppls))
     if d["closed_minus_rag"]:
         why += (f"; closed book minus RAG {fmt_change(d['closed_minus_rag'])}, trained+RAG minus RAG "
                 f"{fmt_change(d['both_minus_rag'])}")
     out = [f"{VERDICT_TEXT[d['verdict']]} ({why})."]
-    secs, tokens = best.get("train_seconds"), metrics.get("source_tokens")
-    if secs and tokens:
-        out.append(f"Cost: {best['name']} trained in {secs / 60:.1f} min, {secs / (tokens / 1000):.1f} s per 1k source tokens "
-                   f"({tokens:,} tokens).")
+    secs, tokens = [m.get("train_seconds") for m in members], metrics.get("source_tokens")
+    if all(secs) and tokens:
+        per = sum(secs) / len(secs)
+        out.append(f"Cost: {d['model']} trained in {per / 60:.1f} min{' per seed' if pooled else ''}, "
+                   f"{per / (tokens / 1000):.1f} s per 1k source tokens ({tokens:,} tokens).")
     u = (best.get("updates") or {}).get("closed_book")
     un = (base.get("updates") or {}).get("rag_newest")
     if u and un:
-        ahead = un["newest_ci"][0] > u["newest_ci"][1]
-        out.append(f"Facts that changed: {best['name']} answers the newest value for {_pct(u['newest'])} and a stale one for "
-                   f"{_pct(u['stale'])}; RAG over the newest documents gives the newest for {_pct(un['newest'])}. "
-                   + ("For facts that change, retrieve from the newest documents (its interval lies above)."
-                      if ahead else "Neither is ahead beyond noise on changed facts."))
+        # The Wilson interval is per model: for a seed group RAG must lie above every seed's.
+        seeds_u = [(m.get("updates") or {}).get("closed_book") for m in members]
+        ahead = all(s and un["newest_ci"][0] > s["newest_ci"][1] for s in seeds_u)
+        out.append(f"Facts that changed: {best['name']}{' (the first seed)' if pooled else ''} answers the newest value "
+                   f"for {_pct(u['newest'])} and a stale one for {_pct(u['stale'])}; RAG over the newest documents gives "
+                   f"the newest for {_pct(un['newest'])}. "
+                   + ("For facts that change, retrieve from the newest documents (its interval lies above"
+                      f"{' for every seed' if pooled else ''})." if ahead else "Neither is ahead beyond noise on changed facts."))
     rebake = metrics.get("rebake")
     if rebake:
         out.append(f"A yearly update re-baked in {rebake['seconds'] / 60:.1f} min against {rebake['full_seconds'] / 60:.1f} "

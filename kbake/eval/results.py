@@ -136,9 +136,11 @@ class Advice(_Strict):
     verdict: Literal["nothing_trained", "retrieve_no_learning", "retrieve_forgot", "both", "bake", "either",
                      "retrieve_rag_better"]
     model: str | None
-    """The trained model it speaks for."""
+    """The trained model it speaks for, or the seed group (NAME of NAME-s0, NAME-s1, …)."""
+    models: list[str] = []
+    """The trained models behind `model`: the group's seeds, whose changes were pooled."""
     chosen_on: Literal["dev", "test", "none"]
-    """How that model was chosen: the largest dev learning change ('test' only without dev probes)."""
+    """How it was chosen: the largest dev learning change ('test' only without dev probes)."""
     learning: Change | None = None
     forgetting: Change | None = None
     closed_minus_rag: Change | None = None

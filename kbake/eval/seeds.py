@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from kbake.eval.intervals import pooled_bootstrap
+from kbake.eval.intervals import pooled_bootstrap, pooled_paired
 
 SEED_NAME = re.compile(r"^(?P<group>.+)-s(?P<seed>\d+)$")
 
@@ -38,13 +38,20 @@ def _pool(per_probe: list[dict], names: list[str], keep, key: str, base_key: str
 def pooled_changes(metrics: dict, names: list[str]) -> dict:
     """The pooled changes of the models `names` (one per seed) against the base: closed book on
     all test probes, per probe kind and on dev (all and per kind); closed book minus RAG on the
-    base (all and per kind); general-eval accuracy. Keys as in a model's vs_base."""
+    base (all and per kind); trained+RAG minus base RAG (`trained_rag`) and minus the same seed's
+    closed book (`trained_rag_vs_closed`), which the advice tests; general-eval accuracy. Keys as
+    in a model's vs_base."""
     pp = metrics["per_probe"]
     kinds = sorted({p["kind"] for p in pp if p.get("split", "test") == "test"})
     test = lambda p: p.get("split", "test") == "test"  # noqa: E731
     out = {"closed_book": _pool(pp, names, test, "closed", "closed"),
            "dev_closed_book": _pool(pp, names, lambda p: p.get("split") == "dev", "closed", "closed"),
-           "closed_vs_base_rag": _pool(pp, names, test, "closed", "rag")}
+           "closed_vs_base_rag": _pool(pp, names, test, "closed", "rag"),
+           "trained_rag": _pool(pp, names, test, "rag", "rag")}
+    rows = [p for p in pp if test(p)]
+    if rows and all(p["models"][n][k] is not None for p in rows for n in names for k in ("closed", "rag")):
+        out["trained_rag_vs_closed"] = pooled_paired([[float(bool(p["models"][n]["closed"])) for p in rows] for n in names],
+                                                     [[float(bool(p["models"][n]["rag"])) for p in rows] for n in names])
     for k in kinds:
         out[f"closed_book_{k}"] = _pool(pp, names, lambda p, k=k: test(p) and p["kind"] == k, "closed", "closed")
         out[f"closed_vs_base_rag_{k}"] = _pool(pp, names, lambda p, k=k: test(p) and p["kind"] == k, "closed", "rag")
