@@ -27,12 +27,16 @@ def seed_groups(names: list[str], min_seeds: int = 2) -> dict[str, list[str]]:
     return {g: [n for _, n in sorted(v)] for g, v in groups.items() if len(v) >= min_seeds}
 
 
-def _pool(per_probe: list[dict], names: list[str], keep, key: str, base_key: str) -> dict | None:
+def _pool(per_probe: list[dict], names: list[str], keep, key: str, old_key: str, own: bool = False) -> dict | None:
+    """Each seed's `key` answers against the base's `old_key` ones, or with `own` against the same
+    seed's `old_key` ones, over the probes `keep` holds; None when any answer is missing."""
     rows = [p for p in per_probe if keep(p)]
-    if not rows or any(p["models"]["base"][base_key] is None or p["models"][n][key] is None for p in rows for n in names):
+    olds = [n if own else "base" for n in names]
+    if not rows or any(p["models"][o][old_key] is None or p["models"][n][key] is None
+                       for p in rows for n, o in zip(names, olds)):
         return None
-    base = [float(bool(p["models"]["base"][base_key])) for p in rows]
-    return pooled_bootstrap(base, [[float(bool(p["models"][n][key])) for p in rows] for n in names])
+    return pooled_paired([[float(bool(p["models"][o][old_key])) for p in rows] for o in olds],
+                         [[float(bool(p["models"][n][key])) for p in rows] for n in names])
 
 
 def pooled_changes(metrics: dict, names: list[str]) -> dict:
@@ -47,11 +51,8 @@ def pooled_changes(metrics: dict, names: list[str]) -> dict:
     out = {"closed_book": _pool(pp, names, test, "closed", "closed"),
            "dev_closed_book": _pool(pp, names, lambda p: p.get("split") == "dev", "closed", "closed"),
            "closed_vs_base_rag": _pool(pp, names, test, "closed", "rag"),
-           "trained_rag": _pool(pp, names, test, "rag", "rag")}
-    rows = [p for p in pp if test(p)]
-    if rows and all(p["models"][n][k] is not None for p in rows for n in names for k in ("closed", "rag")):
-        out["trained_rag_vs_closed"] = pooled_paired([[float(bool(p["models"][n]["closed"])) for p in rows] for n in names],
-                                                     [[float(bool(p["models"][n]["rag"])) for p in rows] for n in names])
+           "trained_rag": _pool(pp, names, test, "rag", "rag"),
+           "trained_rag_vs_closed": _pool(pp, names, test, "rag", "closed", own=True)}
     for k in kinds:
         out[f"closed_book_{k}"] = _pool(pp, names, lambda p, k=k: test(p) and p["kind"] == k, "closed", "closed")
         out[f"closed_vs_base_rag_{k}"] = _pool(pp, names, lambda p, k=k: test(p) and p["kind"] == k, "closed", "rag")
