@@ -164,7 +164,8 @@ class SynthArgs(LLMArgs):
     rephrase, focal (a passage around each QA pair's question, after qa), entigraph (LLM-written), changes
     (what changed between dated documents of one entity: a deterministic diff of table rows), and from the
     fact table (RUN/facts.parquet, written from the table rows, no LLM call) restate (K restatements of every
-    fact, row passages) and fact_qa (QA pairs of the facts not held out): docs/synth.md."""
+    fact, row passages) and fact_qa (QA pairs of the facts not held out), and fact_paraphrase (the LLM's rewrites
+    of each fact's sentence, kept when its values survive): docs/synth.md."""
     candidates: int = Field(1, ge=1, le=16)
     """Answers sampled per request (seed, seed+1, ...; prompts are shared, so the local backend prefills
     each once). QA pairs from all candidates are kept (duplicates removed); of a passage request's
@@ -214,6 +215,14 @@ class SynthArgs(LLMArgs):
     """restate: passages per table row stating all its facts, each in a shuffled order."""
     fact_qa_wordings: int = Field(3, ge=1, le=50)
     """fact_qa: question wordings trained per fact of split 'qa'."""
+    fact_paraphrases: int = Field(4, ge=1, le=32)
+    """fact_paraphrase: the LLM's rewrites asked per fact sentence (sampling seeds seed, seed+1, …); each is kept
+    only when its values, unit, entity and period survive and it adds nothing (kbake/synth/fact_paraphrase.py)."""
+    fact_paraphrase_max_tokens: int = Field(80, ge=16)
+    """Longest rewrite of one fact sentence, in tokens."""
+    fact_paraphrase_min_share: float = Field(0.7, ge=0.0, le=1.0)
+    """Share of a rewrite's content words that must be in its source sentence (stricter than grounding_min:
+    a rewrite of one sentence has no reason to bring new words beyond a few)."""
     fact_heldout_share: float = Field(0.4, ge=0.0, lt=1.0)
     """Share of facts held out of fact_qa (seeded): only their restatements are trained, and their probes
     (kind fact_heldout) measure what restatements alone teach."""
@@ -374,7 +383,8 @@ class TrainArgs(StageArgs):
     base_model: str = "default"
     """Model to train: 'default' (embedded SmolLM2-135M-Instruct), a HF id or a folder."""
     data: list[str] = ["qa", "entigraph"]
-    """Corpora to train on: synth kinds (qa, extract, rephrase, focal, entigraph, changes, restate, fact_qa) and/or
+    """Corpora to train on: synth kinds (qa, extract, rephrase, focal, entigraph, changes, restate, fact_qa,
+    fact_paraphrase) and/or
     'raw' (the chunks themselves)."""
     data_weights: dict[str, float] = {}
     """Repeat factor per corpus (2.0 = each item twice, 0.5 = a random half); default 1.0."""

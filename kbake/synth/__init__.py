@@ -28,7 +28,7 @@ from kbake.run import (
     save_stage,
     write_items,
 )
-from kbake.synth import augment, changes, entigraph, extract, focal, qa, rephrase
+from kbake.synth import augment, changes, entigraph, extract, fact_paraphrase, focal, qa, rephrase
 from kbake.synth import facts as fact_table
 from kbake.synth import probes as probe_gen
 from kbake.synth.filters import dedup_filter, grounding_filter, leak_filter, numbers
@@ -36,10 +36,13 @@ from kbake.synth.job import Job
 from kbake.synth.kind import KindReport, SynthContext, SynthKind, complete_jobs
 
 KINDS: dict[str, SynthKind] = {k.name: k for k in (
-    qa.KIND, extract.KIND, rephrase.KIND, focal.KIND, entigraph.KIND, changes.KIND, augment.RESTATE, augment.FACT_QA)}
+    qa.KIND, extract.KIND, rephrase.KIND, focal.KIND, entigraph.KIND, changes.KIND, augment.RESTATE, augment.FACT_QA,
+    fact_paraphrase.KIND)}
 """The synth kinds by name: each generator module declares its own (kbake/synth/kind.py)."""
 FACT_KINDS = tuple(k for k, spec in KINDS.items() if spec.templated)
 """Written from the fact table by templates: correct by construction, so only the leak filter applies."""
+FACT_LAYER = tuple(k for k, spec in KINDS.items() if spec.reads_facts)
+"""Written from the fact table, by templates or checked LLM rewrites: the fact layer's tokens."""
 
 
 @dataclass
@@ -270,7 +273,7 @@ def corpus_stats(run: RunDir, tokenizer, embedder=None) -> dict:
         table = fact_table.read_facts(run)
         fact_chunks = {f.chunk_id for f in table}
         fact_source = sum(ntok(c["text"]) for c in chunks if c["chunk_id"] in fact_chunks)
-        fact_tokens = sum(kinds.get(k, {}).get("tokens", 0) for k in FACT_KINDS)
+        fact_tokens = sum(kinds.get(k, {}).get("tokens", 0) for k in FACT_LAYER)
         facts = {"facts": {**fact_table.fact_stats(table), "source_tokens": fact_source, "synthetic_tokens": fact_tokens,
                            "expansion_ratio": fact_tokens / fact_source if fact_source else 0.0}}
     return {**facts, "kinds": kinds, "source_tokens": source, "synthetic_tokens": synthetic,

@@ -323,5 +323,5 @@ def generate_fact_qa(ctx: SynthContext, rep: KindReport):
     return [(it, "") for it in made], [], 0
 
 
-RESTATE = SynthKind("restate", generate_restate, templated=True)
-FACT_QA = SynthKind("fact_qa", generate_fact_qa, templated=True)
+RESTATE = SynthKind("restate", generate_restate, templated=True, reads_facts=True)
+FACT_QA = SynthKind("fact_qa", generate_fact_qa, templated=True, reads_facts=True)

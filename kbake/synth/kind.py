@@ -97,6 +97,9 @@ class SynthKind:
     templated: bool = False
     """Written by templates from the fact table, correct by construction: only the leak filter
     applies, against probes that are not fact probes (fact probes ask in untrained wordings)."""
+    reads_facts: bool = False
+    """Written from the fact table (by templates or by the LLM): its tokens count toward the fact
+    layer's expansion ratio (`kbake synth --stats`)."""
     candidates_compete: bool = True
     """With synth.candidates > 1, keep the candidate passage that keeps most of its source's facts."""
     plan: Callable[..., KindPlan] = no_calls
