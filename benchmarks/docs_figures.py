@@ -1,7 +1,7 @@
 """Keeps the figures typed into prose in step with the runs they cite (issue 31): every change
 written as `+2.2 [-8.9, +13.3]` in README.md and docs/*.md must be one that a committed
-docs/data/*.json holds (a {diff, lo, hi} at the printed precision, in points or as stored), and
-recipes quote none (a recipe names the result it produces; the figures live in docs).
+docs/data/*.json holds (a {diff, lo, hi}, or a {share, lo, hi}, at the printed precision, in points
+or as stored), and recipes quote none (a recipe names the result it produces; the figures live in docs).
 
 A section measured before docs/data existed is exempt when a line of it says so:
 
@@ -36,15 +36,17 @@ def _number(text: str) -> tuple[float, int]:
 
 
 def data_figures(folder: Path) -> set[tuple[float, float, float, int]]:
-    """Every {diff, lo, hi} of the JSON files in `folder`, scaled by 100 and by 1, rounded to 0-2 decimals."""
+    """Every {diff, lo, hi} and {share, lo, hi} of the JSON files in `folder`, scaled by 100 and by 1,
+    rounded to 0-2 decimals."""
     out: set[tuple[float, float, float, int]] = set()
 
     def walk(o) -> None:
         if isinstance(o, dict):
-            if all(isinstance(o.get(k), (int, float)) for k in ("diff", "lo", "hi")):
-                for scale in (100, 1):
-                    for dec in (0, 1, 2):
-                        out.add((*(round(o[k] * scale, dec) + 0.0 for k in ("diff", "lo", "hi")), dec))
+            for mid in ("diff", "share"):  # a change, or a share with its interval (Wilson)
+                if all(isinstance(o.get(k), (int, float)) for k in (mid, "lo", "hi")):
+                    for scale in (100, 1):
+                        for dec in (0, 1, 2):
+                            out.add((*(round(o[k] * scale, dec) + 0.0 for k in (mid, "lo", "hi")), dec))
             for v in o.values():
                 walk(v)
         elif isinstance(o, list):

@@ -234,7 +234,23 @@ def settings_dev(data: dict) -> str:
     return "\n".join(lines) + f"\n\nChosen on dev: **{d['chosen']}** ({d['why']}).\n"
 
 
-RENDERERS = {"fact_seeds": fact_seeds, "retrieval_dev": retrieval_dev, "retrieval_headers": retrieval_headers,
+def fact_paraphrase(data: dict) -> str:
+    """benchmarks/paraphrase_check.py's output: what the checks removed, and of the rewrites they
+    kept, the share a person labelled faithful, per source kind, with its Wilson interval."""
+    checks = data["checks"]
+    removed = ", ".join(f"{k} {v}" for k, v in sorted(checks["removed"].items(), key=lambda kv: -kv[1]) if v)
+    lines = [f"Requests {checks['jobs']:,} ({data['config']['fact_paraphrases']} per source sentence, "
+             f"{data['model']}, temperature {data['config']['temperature']}); kept {checks['items']:,}; removed: {removed}.",
+             "", "| source | kept | labelled | faithful | share faithful [95%] |", "|---|---|---|---|---|"]
+    for kind, s in data["by_source"].items():
+        share = "—" if s["share"] is None else f"{100 * s['share']:.0f}% [{100 * s['lo']:.0f}, {100 * s['hi']:.0f}]"
+        lines.append(f"| {'table fact (its first restatement)' if kind == 'table' else 'prose sentence'} | {s['kept']} | "
+                     f"{s['labelled']} | {s['faithful']} | {share} |")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS = {"fact_seeds": fact_seeds, "fact_paraphrase": fact_paraphrase, "retrieval_dev": retrieval_dev,
+             "retrieval_headers": retrieval_headers,
              "trajectory": trajectory, "model_vs_model": model_vs_model,
              "heldout_choices": heldout_choices, "rag_units": rag_units, "rag_context": rag_context,
              "year_binding": year_binding, "trained_wordings": trained_wordings,

@@ -11,6 +11,9 @@ the checks removed.
     python benchmarks/paraphrase_check.py RUN --sheet SHEET.jsonl            # the kept rewrites to label
     python benchmarks/paraphrase_check.py RUN --labels LABELS.jsonl --out docs/data/NAME.json
 
+On a large run, `--sheet … --sample N --sample-seed S` writes N of the kept rewrites drawn with a
+seeded shuffle; the summary counts what was labelled and how many were kept.
+
 A labels file holds one {"id", "label", "why"} per line; ids it lacks count as unlabelled.
 """
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import random
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -67,11 +71,17 @@ def main() -> int:
     ap.add_argument("run")
     ap.add_argument("--sheet", help="write the kept rewrites with their sources here, to label")
     ap.add_argument("--labels", help="JSONL of {id, label: faithful|wrong, why}")
+    ap.add_argument("--sample", type=int, help="with --sheet: only this many rewrites, drawn with --sample-seed")
+    ap.add_argument("--sample-seed", type=int, default=0)
     ap.add_argument("--out")
     a = ap.parse_args()
     run = RunDir(Path(a.run))
     if a.sheet:
-        Path(a.sheet).write_text("".join(json.dumps({**r, "label": None, "why": ""}) + "\n" for r in kept_with_sources(run)))
+        rows = kept_with_sources(run)
+        if a.sample:
+            random.Random(a.sample_seed).shuffle(rows)
+            rows = rows[: a.sample]
+        Path(a.sheet).write_text("".join(json.dumps({**r, "label": None, "why": ""}) + "\n" for r in rows))
         return 0
     labels = {}
     for line in Path(a.labels).read_text().splitlines() if a.labels else []:
