@@ -37,7 +37,7 @@ def _number(text: str) -> tuple[float, int]:
 
 def data_figures(folder: Path) -> set[tuple[float, float, float, int]]:
     """Every {diff, lo, hi} and {share, lo, hi} of the JSON files in `folder`, scaled by 100 and by 1,
-    rounded to 0-2 decimals."""
+    rounded to 0-3 decimals (margins are printed in nats to 3)."""
     out: set[tuple[float, float, float, int]] = set()
 
     def walk(o) -> None:
@@ -45,7 +45,7 @@ def data_figures(folder: Path) -> set[tuple[float, float, float, int]]:
             for mid in ("diff", "share"):  # a change, or a share with its interval (Wilson)
                 if all(isinstance(o.get(k), (int, float)) for k in (mid, "lo", "hi")):
                     for scale in (100, 1):
-                        for dec in (0, 1, 2):
+                        for dec in (0, 1, 2, 3):
                             out.add((*(round(o[k] * scale, dec) + 0.0 for k in (mid, "lo", "hi")), dec))
             for v in o.values():
                 walk(v)

@@ -249,7 +249,18 @@ def fact_paraphrase(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS = {"fact_seeds": fact_seeds, "fact_paraphrase": fact_paraphrase, "retrieval_dev": retrieval_dev,
+def train_curve(data: dict) -> str:
+    """benchmarks/train_curve.py's output: the training log's means over windows of steps."""
+    names = {"reward": "reward", "kl": "KL to the start model", "completions/mean_length": "completion length (tokens)"}
+    keys = data["keys"]
+    lines = ["| steps | " + " | ".join(names.get(k, k) for k in keys) + " |", "|---|" + "---|" * len(keys)]
+    for w in data["windows"]:
+        lines.append(f"| {w['first_step']}-{w['last_step']} | " + " | ".join(f"{w[k]:.1f}" if "length" in k else f"{w[k]:.3f}"
+                                                                      for k in keys) + " |")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS = {"fact_seeds": fact_seeds, "fact_paraphrase": fact_paraphrase, "train_curve": train_curve, "retrieval_dev": retrieval_dev,
              "retrieval_headers": retrieval_headers,
              "trajectory": trajectory, "model_vs_model": model_vs_model,
              "heldout_choices": heldout_choices, "rag_units": rag_units, "rag_context": rag_context,

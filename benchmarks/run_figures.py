@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 
 MODEL_KEYS = ("name", "method", "data", "steps", "trainable_params", "closed_book", "dev", "rag", "short_answer",
-              "general_eval", "general", "vs_base", "closed_vs_base_rag", "detects", "eval_seconds", "eval_parts")
+              "general_eval", "general", "vs_base", "vs_init", "init", "closed_vs_base_rag", "detects", "eval_seconds",
+              "eval_parts")
 
 
 def figures(metrics: dict, source: str) -> dict:
