@@ -63,7 +63,7 @@ def summary(run: RunDir, labels: dict[str, str]) -> dict:
             "config": {k: cfg[k] for k in ("fact_paraphrases", "temperature", "top_p", "fact_paraphrase_min_share",
                                            "fact_paraphrase_max_tokens", "fact_prose")},
             "checks": synth["kinds"]["fact_paraphrase"], "by_source": by_kind,
-            "labels": [{**r, "label": labels.get(r["id"])} for r in rows]}
+            "labels": [{**r, "label": labels[r["id"]]} for r in rows if r["id"] in labels]}
 
 
 def main() -> int:
