@@ -99,7 +99,10 @@ def compare(metrics: dict, settings: list[str], reference: str) -> dict:
 
 def decide(results: dict, reference: str) -> dict:
     """The reference stays unless a setting beats it on dev beyond the interval without
-    general-eval accuracy falling beyond its interval against the reference."""
+    general-eval accuracy falling beyond its interval against the reference. With the reference
+    alone (one recipe measured over seeds) there is nothing to choose, and the decision says so."""
+    if set(results) == {reference}:
+        return {"chosen": reference, "reference": reference, "why": "one setting measured: nothing to choose between"}
     winners = []
     for s, r in results.items():
         d, g = r["dev"]["vs_reference"], (r.get("general_eval") or {}).get("vs_reference")

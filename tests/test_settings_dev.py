@@ -50,6 +50,13 @@ def test_the_reference_stays_within_noise_and_when_the_winner_forgets():
         settings_dev.compare(m, ["a", "c"], "a")
 
 
+def test_one_setting_alone_is_measured_not_chosen():
+    res = settings_dev.compare(_metrics({"a-s0": 45, "a-s1": 45, "a-s2": 45}), ["a"], "a")
+    assert res["a"]["dev"]["vs_base"]["diff"] == pytest.approx(35 / 60)
+    d = settings_dev.decide(res, "a")
+    assert d["chosen"] == "a" and d["why"] == "one setting measured: nothing to choose between"
+
+
 def test_another_runs_models_join_only_when_its_base_answered_identically():
     a = _metrics({"x-s0": 20, "x-s1": 20})
     b = _metrics({"y-s0": 45, "y-s1": 45})
