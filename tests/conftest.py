@@ -44,6 +44,16 @@ def env_with_tests_on_path(**extra: str) -> dict:
     return {**os.environ, "PYTHONPATH": path, **extra}
 
 
+def load_benchmark(name: str):
+    """benchmarks/NAME.py as a module (the benchmarks are scripts, not a package), to test its functions."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"{name}_bench", Path(__file__).parents[1] / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"

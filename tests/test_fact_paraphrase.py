@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-from pathlib import Path
 
 import pytest
+from conftest import load_benchmark
 from openai_server import FakeOpenAI
 
 from kbake.config import IngestArgs, SynthArgs
@@ -18,13 +17,6 @@ from kbake.synth import corpus_stats, synth
 from kbake.synth.fact_paraphrase import check, clean, sources
 from kbake.synth.facts import Fact, read_facts
 from kbake.synth.prompts import load_prompt
-
-
-def bench(name: str):
-    spec = importlib.util.spec_from_file_location(f"{name}_bench", Path(__file__).parents[1] / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def fact(value: str, source: str = "table", period: str = "2022", evidence: str = "") -> Fact:
@@ -130,7 +122,7 @@ def test_synth_keeps_checked_rewrites_counts_the_rest_and_reruns_free(tmp_path, 
     assert stats["facts"]["synthetic_tokens"] == stats["kinds"]["restate"]["tokens"] + \
         stats["kinds"]["fact_paraphrase"]["tokens"]
     # benchmarks/paraphrase_check.py: the kept rewrites with their sources, and the labels' shares
-    check_bench = bench("paraphrase_check")
+    check_bench = load_benchmark("paraphrase_check")
     rows = check_bench.kept_with_sources(run)
     assert [r["id"] for r in rows] == [it.id for it in kept] and {r["source_kind"] for r in rows} <= {"table", "prose"}
     labels = {r["id"]: ("faithful" if k % 2 else "wrong") for k, r in enumerate(rows[:4])}
@@ -142,6 +134,6 @@ def test_synth_keeps_checked_rewrites_counts_the_rest_and_reruns_free(tmp_path, 
 
 def test_train_curve_means_over_windows_of_logged_steps():
     rows = [{"step": i, "reward": float(i), "kl": 0.1 * i} for i in range(1, 6)] + [{"step": 6, "loss": 1.0}]
-    got = bench("train_curve").windows(rows, ["reward", "kl"], 2)
+    got = load_benchmark("train_curve").windows(rows, ["reward", "kl"], 2)
     assert [(w["first_step"], w["last_step"]) for w in got] == [(1, 2), (3, 4), (5, 5)]
     assert got[0]["reward"] == pytest.approx(1.5) and got[2]["kl"] == pytest.approx(0.5)

@@ -410,12 +410,9 @@ def test_year_binding_separates_knowing_the_row_from_knowing_the_period():
 def test_year_binding_benchmark_puts_each_snapshot_before_its_model():
     """benchmarks/year_binding.py --snapshots: NAME@STEP columns from the stored trajectory, in step
     order before the model's own; the final trajectory point is not repeated."""
-    import importlib.util
-    from pathlib import Path
+    from conftest import load_benchmark
 
-    spec = importlib.util.spec_from_file_location("year_binding_bench", Path(__file__).parents[1] / "benchmarks" / "year_binding.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("year_binding")
     cell = {"year_in_row": 0.5}
     table = {"fact_qa/dev": {"n": 3, "base": cell, "a": cell}}
     metrics = {"models": [{"name": "base"}, {"name": "a", "steps": 30, "trajectory": [
@@ -429,12 +426,9 @@ def test_year_binding_benchmark_puts_each_snapshot_before_its_model():
 def test_model_vs_model_takes_the_second_model_from_another_eval_of_the_same_probes():
     """benchmarks/model_vs_model.py --b-metrics: B's per-probe results join A's eval when the probes
     and the base's answers are the same, and another probe set or base is refused."""
-    import importlib.util
-    from pathlib import Path
+    from conftest import load_benchmark
 
-    spec = importlib.util.spec_from_file_location("model_vs_model_bench", Path(__file__).parents[1] / "benchmarks" / "model_vs_model.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("model_vs_model")
     first = {"models": [{"name": "base"}, {"name": "a"}],
              "per_probe": [{"id": "p1", "models": {"base": {"closed": True}, "a": {"closed": False}}},
                            {"id": "p2", "models": {"base": {"closed": False}, "a": {"closed": True}}}]}

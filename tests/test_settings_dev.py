@@ -3,14 +3,10 @@ reference; the rule keeps the reference unless a setting beats it beyond its int
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from conftest import load_benchmark
 
-spec = importlib.util.spec_from_file_location("settings_dev_bench", Path(__file__).parents[1] / "benchmarks" / "settings_dev.py")
-settings_dev = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(settings_dev)
+settings_dev = load_benchmark("settings_dev")
 
 
 def _metrics(right: dict[str, int], n: int = 60) -> dict:
